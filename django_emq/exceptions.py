@@ -1,0 +1,62 @@
+"""Every exception django-emq raises, and the map from Lua return codes to them."""
+
+from __future__ import annotations
+
+
+class EMQError(Exception):
+    """Base class of every django-emq error."""
+
+
+class ConfigurationError(EMQError):
+    """The EMQ settings or the Valkey server cannot be used as configured."""
+
+
+class EnqueueError(EMQError):
+    """A job could not be enqueued (the server is unreachable or refused it)."""
+
+
+class InvalidArguments(EMQError, ValueError):
+    """Task arguments that do not survive a JSON round trip, or are too large."""
+
+
+class JobError(EMQError):
+    """An operation on one job was refused; nothing changed."""
+
+    def __init__(self, job_id: str, message: str) -> None:
+        super().__init__(f"job {job_id}: {message}")
+        self.job_id = job_id
+
+
+class JobNotFound(JobError, LookupError):
+    """No job row with that id (never enqueued, or its result expired)."""
+
+
+class StaleToken(JobError):
+    """The fencing token is not the job's current attempt: the lease moved on.
+
+    A worker whose lease expired gets this on complete, retry, extend or
+    release; the newer attempt's outcome stands.
+    """
+
+
+class InvalidJobState(JobError):
+    """The job is not in a state the operation accepts (e.g. moving an active job)."""
+
+
+#: Negative codes returned by the Lua scripts, in one place.
+NO_JOB = -1
+STALE_TOKEN = -2
+BAD_STATE = -3
+
+_CODES: dict[int, tuple[type[JobError], str]] = {
+    NO_JOB: (JobNotFound, "no such job"),
+    STALE_TOKEN: (StaleToken, "stale token: the job was claimed again since"),
+    BAD_STATE: (InvalidJobState, "not in a state this operation accepts"),
+}
+
+
+def check_code(reply: object, job_id: str) -> None:
+    """Raise the exception a negative script reply stands for; do nothing otherwise."""
+    if isinstance(reply, int) and reply < 0:
+        cls, message = _CODES[reply]
+        raise cls(job_id, message)

@@ -1,0 +1,80 @@
+--[[
+  claim: rotate the ring one step per turn and serve the lane it lands on.
+  A lane of weight w is served K = min(w, depth, ceiling headroom) jobs in its
+  turn. A lane left empty or at its ceiling leaves the ring: after the
+  rotation it sits at the tail, so leaving is an RPOP, never a scan.
+
+  KEYS[1]  ring      list   serviceable lanes in rotation order
+  KEYS[2]  onring    set    lanes on the ring
+  KEYS[3]  active    zset   claimed job ids by lease deadline (ms)
+  KEYS[4]  paused    set    paused lanes
+  KEYS[5]  ceilings  hash   lane -> concurrency ceiling
+  KEYS[6]  weights   hash   lane -> weight
+  KEYS[7]  inflight  hash   lane -> jobs in flight
+  KEYS[8]  depths    zset   lane -> pending depth
+  KEYS[9]  stats     hash   queue counters
+  derived: <prefix>g:<lane>:pending (zset) and <prefix>job:<id> (hash)
+
+  ARGV[1]  prefix    the queue's key prefix, emq:{q}:
+  ARGV[2]  lease_ms  lease length; the deadline is server time + lease_ms
+  ARGV[3]  turns     how many turns of the ring this call may take (>= 1)
+  ARGV[4]  worker    the claiming worker's id (recorded on the job)
+
+  Returns a flat array, 8 entries per claimed job:
+    id, lane, token, task, args, kwargs, enqueued_ms, deadline_ms
+  (empty when the ring is empty).
+]]
+-- @include "now_ms"
+-- @include "item_keys"
+-- @include "pending"
+
+local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
+  ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
+  stats = KEYS[9]}
+local prefix, worker = ARGV[1], ARGV[4]
+local turns = tonumber(ARGV[3])
+local now = nowMs()
+local deadline = now + tonumber(ARGV[2])
+local out = {}
+
+for _ = 1, turns do
+  local lane = redis.call('LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
+  if not lane then break end
+  local pendingKey = laneKey(prefix, lane)
+  local depth = redis.call('ZCARD', pendingKey)
+  local k = tonumber(redis.call('HGET', Q.weights, lane) or '1')
+  if depth < k then k = depth end
+  local ceiling = redis.call('HGET', Q.ceilings, lane)
+  local inflight = tonumber(redis.call('HGET', Q.inflight, lane) or '0')
+  if ceiling and tonumber(ceiling) - inflight < k then k = tonumber(ceiling) - inflight end
+  if k > 0 then
+    local popped = redis.call('ZPOPMIN', pendingKey, k)
+    for i = 1, #popped, 2 do
+      local id = popped[i]
+      local jk = jobKey(prefix, id)
+      local token = redis.call('HINCRBY', jk, 'attempts', 1)
+      redis.call('HSET', jk, 'state', 'active', 'claimed', now, 'worker', worker)
+      local row = redis.call('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'workers')
+      if row[5] and row[5] ~= '' then
+        redis.call('HSET', jk, 'workers', row[5] .. ',' .. worker)
+      else
+        redis.call('HSET', jk, 'workers', worker)
+      end
+      redis.call('ZADD', Q.active, deadline, id)
+      local n = #out
+      out[n + 1] = id; out[n + 2] = lane; out[n + 3] = token; out[n + 4] = row[1]
+      out[n + 5] = row[2]; out[n + 6] = row[3]; out[n + 7] = row[4]; out[n + 8] = deadline
+    end
+    k = #popped / 2
+    removedPending(Q, lane, k)
+    redis.call('HINCRBY', Q.inflight, lane, k)
+    depth = depth - k
+    inflight = inflight + k
+  end
+  -- The lane is at the tail now: leave with RPOP when it is no longer serviceable.
+  if depth == 0 or (ceiling and inflight >= tonumber(ceiling)) or k <= 0 then
+    redis.call('RPOP', Q.ring)
+    redis.call('SREM', Q.onring, lane)
+  end
+end
+return out

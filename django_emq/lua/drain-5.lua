@@ -1,0 +1,34 @@
+--[[
+  drain: delete up to `limit` of a lane's pending jobs (rows included). The
+  lane's settings (pause, ceiling, weight) and its in-flight jobs are kept.
+  Called in a loop by the client so a deep lane never blocks the server long.
+
+  KEYS[1]  ring      list   serviceable lanes in rotation order
+  KEYS[2]  onring    set    lanes on the ring
+  KEYS[3]  depths    zset   lane -> pending depth
+  KEYS[4]  stats     hash   queue counters
+  KEYS[5]  pending   zset   the lane (emq:{q}:g:<lane>:pending)
+  derived: <prefix>job:<id> (hash) of each deleted job
+
+  ARGV[1]  prefix    the queue's key prefix, emq:{q}:
+  ARGV[2]  lane      the lane id
+  ARGV[3]  limit     at most this many jobs per call
+
+  Returns {deleted, remaining}.
+]]
+-- @include "item_keys"
+-- @include "pending"
+
+local Q = {ring = KEYS[1], onring = KEYS[2], depths = KEYS[3], stats = KEYS[4]}
+local prefix, lane, pendingKey = ARGV[1], ARGV[2], KEYS[5]
+local popped = redis.call('ZPOPMIN', pendingKey, tonumber(ARGV[3]))
+for i = 1, #popped, 2 do
+  redis.call('DEL', jobKey(prefix, popped[i]))
+end
+local n = #popped / 2
+removedPending(Q, lane, n)
+local remaining = redis.call('ZCARD', pendingKey)
+if remaining == 0 and redis.call('SREM', Q.onring, lane) == 1 then
+  redis.call('LREM', Q.ring, 1, lane)
+end
+return {n, remaining}

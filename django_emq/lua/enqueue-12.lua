@@ -1,0 +1,62 @@
+--[[
+  enqueue: write a job row and admit it to its lane (or to the schedule when
+  it is deferred). Idempotent on the job id.
+
+  KEYS[1]  ring      list   serviceable lanes in rotation order
+  KEYS[2]  onring    set    lanes on the ring
+  KEYS[3]  schedule  zset   deferred job ids by due time (ms)
+  KEYS[4]  paused    set    paused lanes
+  KEYS[5]  ceilings  hash   lane -> concurrency ceiling
+  KEYS[6]  inflight  hash   lane -> jobs in flight
+  KEYS[7]  depths    zset   lane -> pending depth
+  KEYS[8]  stats     hash   queue counters
+  KEYS[9]  seq       string mint-order counter
+  KEYS[10] wake      list   wake tokens for parked workers
+  KEYS[11] job       hash   the job row (emq:{q}:job:<id>)
+  KEYS[12] pending   zset   the lane (emq:{q}:g:<lane>:pending)
+
+  ARGV[1]  id            the job id
+  ARGV[2]  lane          the lane id (validated by the caller)
+  ARGV[3]  task          dotted task path
+  ARGV[4]  args          JSON array
+  ARGV[5]  kwargs        JSON object
+  ARGV[6]  max_attempts  failures allowed before the job is dead
+  ARGV[7]  run_after     due time in epoch ms; 0 = now
+  ARGV[8]  meta          opaque JSON the caller wants kept (may be empty)
+
+  Returns {1, state} when enqueued (state 'pending' or 'scheduled'),
+          {0, state} when the id exists already (nothing changed).
+]]
+-- @include "now_ms"
+-- @include "pending"
+-- @include "ring"
+
+local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
+  ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
+  wake = KEYS[10]}
+local jk, pendingKey = KEYS[11], KEYS[12]
+local id, lane = ARGV[1], ARGV[2]
+
+local existing = redis.call('HGET', jk, 'state')
+if existing then return {0, existing} end
+
+local now = nowMs()
+local seq = redis.call('INCR', KEYS[9])
+local due = tonumber(ARGV[7])
+local state = 'pending'
+if due > now then state = 'scheduled' end
+
+redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
+  'task', ARGV[3], 'args', ARGV[4], 'kwargs', ARGV[5], 'max', ARGV[6],
+  'seq', seq, 'enq', now, 'meta', ARGV[8])
+redis.call('HINCRBY', Q.stats, 'enqueued', 1)
+
+if state == 'scheduled' then
+  redis.call('HSET', jk, 'due', due)
+  redis.call('ZADD', Q.schedule, due, id)
+  return {1, state}
+end
+
+addPending(Q, lane, pendingKey, id, seq)
+joinRing(Q, lane, pendingKey)
+return {1, state}

@@ -1,0 +1,16 @@
+-- addPending(Q, lane, pendingKey, id, score) / removedPending(Q, lane, n):
+-- keep the depth index and the queue's pending total in step with the lanes.
+-- Q needs .depths, .stats.
+local function addPending(Q, lane, pendingKey, id, score)
+  redis.call('ZADD', pendingKey, score, id)
+  redis.call('ZINCRBY', Q.depths, 1, lane)
+  redis.call('HINCRBY', Q.stats, 'pending', 1)
+end
+
+local function removedPending(Q, lane, n)
+  if n <= 0 then return end
+  if tonumber(redis.call('ZINCRBY', Q.depths, -n, lane)) <= 0 then
+    redis.call('ZREM', Q.depths, lane)
+  end
+  redis.call('HINCRBY', Q.stats, 'pending', -n)
+end

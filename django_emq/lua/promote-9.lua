@@ -1,0 +1,47 @@
+--[[
+  promote: move scheduled jobs that are due (by the server clock) into their
+  lanes at their mint place.
+
+  KEYS[1]  ring      list   serviceable lanes in rotation order
+  KEYS[2]  onring    set    lanes on the ring
+  KEYS[3]  schedule  zset   deferred job ids by due time (ms)
+  KEYS[4]  paused    set    paused lanes
+  KEYS[5]  ceilings  hash   lane -> concurrency ceiling
+  KEYS[6]  inflight  hash   lane -> jobs in flight
+  KEYS[7]  depths    zset   lane -> pending depth
+  KEYS[8]  stats     hash   queue counters
+  KEYS[9]  wake      list   wake tokens for parked workers
+  derived: <prefix>g:<lane>:pending (zset), <prefix>job:<id> (hash)
+
+  ARGV[1]  prefix    the queue's key prefix, emq:{q}:
+  ARGV[2]  limit     at most this many jobs per call
+
+  Returns {promoted, next_due_ms} where next_due_ms is the due time of the
+  earliest job still scheduled, or -1 when none is.
+]]
+-- @include "now_ms"
+-- @include "item_keys"
+-- @include "pending"
+-- @include "ring"
+
+local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
+  ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
+  wake = KEYS[9]}
+local prefix = ARGV[1]
+local due = redis.call('ZRANGEBYSCORE', Q.schedule, '-inf', nowMs(), 'LIMIT', 0, tonumber(ARGV[2]))
+for _, id in ipairs(due) do
+  redis.call('ZREM', Q.schedule, id)
+  local jk = jobKey(prefix, id)
+  local row = redis.call('HMGET', jk, 'group', 'seq')
+  if row[1] then
+    local pendingKey = laneKey(prefix, row[1])
+    redis.call('HSET', jk, 'state', 'pending')
+    redis.call('HDEL', jk, 'due')
+    addPending(Q, row[1], pendingKey, id, row[2])
+    joinRing(Q, row[1], pendingKey)
+  end
+end
+local nextDue = redis.call('ZRANGE', Q.schedule, 0, 0, 'WITHSCORES')
+local nextMs = -1
+if #nextDue > 0 then nextMs = tonumber(nextDue[2]) end
+return {#due, nextMs}

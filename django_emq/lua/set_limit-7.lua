@@ -1,0 +1,30 @@
+--[[
+  set_limit: set or remove a lane's concurrency ceiling. A lane at or over
+  its new ceiling leaves the ring (its in-flight jobs run on); a lane given
+  headroom rejoins it. Lane control: may LREM the ring.
+
+  KEYS[1]  ring      list   serviceable lanes in rotation order
+  KEYS[2]  onring    set    lanes on the ring
+  KEYS[3]  paused    set    paused lanes
+  KEYS[4]  ceilings  hash   lane -> concurrency ceiling
+  KEYS[5]  inflight  hash   lane -> jobs in flight
+  KEYS[6]  wake      list   wake tokens for parked workers
+  KEYS[7]  pending   zset   the lane (emq:{q}:g:<lane>:pending)
+
+  ARGV[1]  lane      the lane id
+  ARGV[2]  ceiling   a positive integer, or '' to remove the ceiling
+
+  Returns 1.
+]]
+-- @include "ring"
+
+local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4],
+  inflight = KEYS[5], wake = KEYS[6]}
+local lane = ARGV[1]
+if ARGV[2] == '' then
+  redis.call('HDEL', Q.ceilings, lane)
+else
+  redis.call('HSET', Q.ceilings, lane, ARGV[2])
+end
+refreshRing(Q, lane, KEYS[7])
+return 1

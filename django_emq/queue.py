@@ -1,0 +1,418 @@
+"""A queue of fair lanes: the engine's public surface.
+
+Every state change is one Lua script (see ``django_emq/lua/``); reads are
+plain commands, pipelined so each public call is one round trip.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import redis
+
+from . import calls
+from .exceptions import EnqueueError, check_code
+from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
+from .keys import QueueKeys
+from .payload import DEFAULT_MAX_PAYLOAD, decode, encode_arguments, encode_result
+from .scripts import Scripts
+
+#: Largest weight a lane may carry: one turn serves at most this many of its jobs.
+MAX_WEIGHT = 1000
+#: How far in the past a ``run_after`` may be before it is taken for a mistake.
+RUN_AFTER_PAST_LIMIT = timedelta(days=1)
+#: Batch size of the looping maintenance calls (reap, promote, drain).
+BATCH = 500
+
+
+def default_worker_id() -> str:
+    """``host:pid`` — what a worker records on the jobs it claims."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """What enqueue answers: the job id, its state, and whether it existed already."""
+
+    job_id: str
+    state: str
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One claimed job. ``token`` (its attempt number) fences every later call."""
+
+    job_id: str
+    lane: str
+    token: int
+    task_path: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    enqueued_ms: int
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class LaneInfo:
+    """One lane as the observability calls see it."""
+
+    lane: str
+    depth: int
+    inflight: int
+    ceiling: int | None
+    weight: int
+    paused: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Queue-wide counts, each read in O(1)."""
+
+    pending: int
+    active: int
+    scheduled: int
+    dead: int
+    lanes: int
+    ring: int
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return default if value is None else int(value)
+
+
+def _positive_int(name: str, value: object, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, not {value}")
+    return value
+
+
+def run_after_ms(run_after: datetime | None) -> int:
+    """Epoch milliseconds for ``run_after``; 0 means now. Refuses naive or stale times."""
+    if run_after is None:
+        return 0
+    if not isinstance(run_after, datetime):
+        raise ValueError(f"run_after must be a datetime, not {type(run_after).__name__}")
+    if run_after.tzinfo is None or run_after.utcoffset() is None:
+        raise ValueError("run_after must be timezone-aware (use django.utils.timezone.now())")
+    if run_after < datetime.now(UTC) - RUN_AFTER_PAST_LIMIT:
+        raise ValueError(f"run_after {run_after.isoformat()} is more than a day in the past")
+    return int(run_after.timestamp() * 1000)
+
+
+class Queue:
+    """One queue of fair lanes on one Valkey server.
+
+    ``result_ttl`` is how long a finished job's row (its result) is kept,
+    ``max_attempts`` how many failures a job may have before it is dead.
+    """
+
+    def __init__(
+        self,
+        name: str = "default",
+        *,
+        connection: redis.Redis,
+        max_attempts: int = 3,
+        result_ttl: timedelta = timedelta(days=1),
+        max_payload: int = DEFAULT_MAX_PAYLOAD,
+    ) -> None:
+        self.name = name
+        self.keys = QueueKeys(name)
+        self.connection = connection
+        self.max_attempts = _positive_int("max_attempts", max_attempts)
+        self.result_ttl_ms = int(result_ttl.total_seconds() * 1000)
+        self.max_payload = max_payload
+        self._scripts = Scripts(connection)
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.name!r}>"
+
+    def _run(self, call: calls.Call, client: Any = None) -> Any:
+        return self._scripts(call.script, call.keys, call.args, client)
+
+    # -- enqueue -----------------------------------------------------------
+
+    def _prepare(
+        self,
+        lane: str,
+        task_path: str,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any] | None,
+        job_id: str | None,
+        run_after: datetime | None,
+        max_attempts: int | None,
+        meta: Mapping[str, Any] | None,
+    ) -> calls.Call:
+        validate_lane(lane)
+        validate_task_path(task_path)
+        job_id = mint_job_id() if job_id is None else validate_job_id(job_id)
+        attempts = self.max_attempts if max_attempts is None else max_attempts
+        _positive_int("max_attempts", attempts)
+        args_json, kwargs_json = encode_arguments(args, kwargs, self.max_payload)
+        meta_json = "" if not meta else encode_result(dict(meta))
+        return calls.enqueue(
+            self.keys,
+            job_id,
+            lane,
+            task_path,
+            args_json,
+            kwargs_json,
+            attempts,
+            run_after_ms(run_after),
+            meta_json,
+        )
+
+    def enqueue(
+        self,
+        lane: str,
+        task_path: str,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        job_id: str | None = None,
+        run_after: datetime | None = None,
+        max_attempts: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Enqueued:
+        """Enqueue one job on ``lane``. Everything is validated before anything is written.
+
+        An existing ``job_id`` answers ``duplicate=True`` and changes nothing.
+        Raises ``ValueError``/``InvalidArguments`` for bad input and
+        ``EnqueueError`` when the server cannot be reached.
+        """
+        call = self._prepare(lane, task_path, args, kwargs, job_id, run_after, max_attempts, meta)
+        try:
+            reply = self._run(call)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise EnqueueError(
+                f"could not reach Valkey to enqueue on {self.name!r}: {exc}"
+            ) from exc
+        return Enqueued(str(call.args[0]), _text(reply[1]), reply[0] == 0)
+
+    def enqueue_many(self, jobs: Iterable[Mapping[str, Any]]) -> list[Enqueued]:
+        """Enqueue many jobs in one round trip. Each item holds ``enqueue``'s arguments
+        by name (``lane``, ``task_path``, ``args``, ``kwargs``, ``job_id``, ...).
+
+        Every job is validated first: one bad job refuses the whole batch and
+        nothing is written. Each job is then admitted atomically on its own.
+        """
+        prepared = [
+            self._prepare(
+                job["lane"],
+                job["task_path"],
+                job.get("args", ()),
+                job.get("kwargs"),
+                job.get("job_id"),
+                job.get("run_after"),
+                job.get("max_attempts"),
+                job.get("meta"),
+            )
+            for job in jobs
+        ]
+        if not prepared:
+            return []
+        pipe = self.connection.pipeline(transaction=False)
+        for call in prepared:
+            self._run(call, pipe)
+        try:
+            replies = pipe.execute()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise EnqueueError(
+                f"could not reach Valkey to enqueue on {self.name!r}: {exc}"
+            ) from exc
+        return [
+            Enqueued(str(call.args[0]), _text(reply[1]), reply[0] == 0)
+            for call, reply in zip(prepared, replies, strict=True)
+        ]
+
+    # -- the worker's side ---------------------------------------------------
+
+    def claim(
+        self, lease_ms: int, *, turns: int = 1, worker_id: str | None = None
+    ) -> list[Claim] | None:
+        """Take the next turn(s) of the ring; ``None`` when no lane is serviceable.
+
+        One turn serves the lane the ring lands on: one job, or up to its
+        weight. ``turns > 1`` takes that many consecutive turns in one round
+        trip (the rotation order is the same as that many single claims).
+        """
+        _positive_int("lease_ms", lease_ms)
+        _positive_int("turns", turns, MAX_WEIGHT)
+        worker = worker_id or default_worker_id()
+        flat = self._run(calls.claim(self.keys, lease_ms, turns, worker))
+        if not flat:
+            return None
+        return [
+            Claim(
+                job_id=_text(flat[i]),
+                lane=_text(flat[i + 1]),
+                token=int(flat[i + 2]),
+                task_path=_text(flat[i + 3]),
+                args=decode(flat[i + 4]) or [],
+                kwargs=decode(flat[i + 5]) or {},
+                enqueued_ms=int(flat[i + 6]),
+                deadline_ms=int(flat[i + 7]),
+            )
+            for i in range(0, len(flat), 8)
+        ]
+
+    def complete(self, job_id: str, token: int, result: Any = None) -> None:
+        """Record success; raises ``StaleToken`` if the lease moved on (nothing changes)."""
+        reply = self._run(
+            calls.complete(self.keys, job_id, token, encode_result(result), self.result_ttl_ms)
+        )
+        check_code(reply, job_id)
+
+    def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
+        """Record a failure; the job is retried after ``delay_ms`` or is dead when out of
+        attempts. Returns the job's new state (``pending``, ``scheduled`` or ``dead``)."""
+        if delay_ms < 0:
+            raise ValueError(f"delay_ms cannot be negative ({delay_ms})")
+        reply = self._run(calls.retry(self.keys, job_id, token, error, delay_ms, dead=False))
+        check_code(reply, job_id)
+        return _text(reply[1])
+
+    def fail(self, job_id: str, token: int, error: str) -> None:
+        """Record a failure that retrying cannot fix: the job is dead now."""
+        reply = self._run(calls.retry(self.keys, job_id, token, error, 0, dead=True))
+        check_code(reply, job_id)
+
+    def extend(self, job_id: str, token: int, lease_ms: int) -> int:
+        """Push the lease to server time + ``lease_ms``; returns the new deadline (ms)."""
+        _positive_int("lease_ms", lease_ms)
+        reply = self._run(calls.extend(self.keys, job_id, token, lease_ms))
+        check_code(reply, job_id)
+        return int(reply)
+
+    def release(self, job_id: str, token: int) -> None:
+        """Hand a claimed job back to the head of its lane (not counted as a failure)."""
+        check_code(self._run(calls.release(self.keys, job_id, token)), job_id)
+
+    def reap(self) -> list[str]:
+        """Return every job whose lease expired to its lane; returns their ids."""
+        reaped: list[str] = []
+        while True:
+            batch = [_text(i) for i in self._run(calls.reap(self.keys, BATCH))]
+            reaped += batch
+            if len(batch) < BATCH:
+                return reaped
+
+    def promote(self) -> tuple[int, int | None]:
+        """Move every due scheduled job into its lane.
+
+        Returns ``(promoted, next_due_ms)``; ``next_due_ms`` is ``None`` when
+        nothing else is scheduled.
+        """
+        total = 0
+        while True:
+            count, next_due = self._run(calls.promote(self.keys, BATCH))
+            total += int(count)
+            if int(count) < BATCH:
+                return total, (None if int(next_due) < 0 else int(next_due))
+
+    # -- lane control -------------------------------------------------------
+
+    def pause(self, lane: str) -> bool:
+        """Take the lane off the ring; returns False if it was paused already."""
+        return bool(self._run(calls.pause(self.keys, validate_lane(lane), True)))
+
+    def resume(self, lane: str) -> bool:
+        """Put a paused lane back; returns False if it was not paused."""
+        return bool(self._run(calls.pause(self.keys, validate_lane(lane), False)))
+
+    def set_limit(self, lane: str, ceiling: int | None) -> None:
+        """Set the lane's concurrency ceiling (``None`` removes it)."""
+        if ceiling is not None:
+            _positive_int("ceiling", ceiling)
+        self._run(calls.set_limit(self.keys, validate_lane(lane), ceiling))
+
+    def set_weight(self, lane: str, weight: int) -> None:
+        """Serve up to ``weight`` of the lane's jobs per turn (1 is the default)."""
+        _positive_int("weight", weight, MAX_WEIGHT)
+        self._run(calls.set_weight(self.keys, validate_lane(lane), weight))
+
+    def drain(self, lane: str) -> int:
+        """Delete the lane's pending jobs; keeps its settings and in-flight jobs.
+        Works in batches, so a deep lane never blocks the server; returns the count."""
+        validate_lane(lane)
+        total = 0
+        while True:
+            deleted, remaining = self._run(calls.drain(self.keys, lane, BATCH))
+            total += int(deleted)
+            if int(remaining) == 0 or int(deleted) == 0:
+                return total
+
+    def move(self, job_id: str, lane: str) -> bool:
+        """Move a pending or scheduled job to ``lane``, keeping its mint place.
+        Returns False if it was in that lane already."""
+        validate_job_id(job_id)
+        reply = self._run(calls.move(self.keys, job_id, validate_lane(lane)))
+        check_code(reply, job_id)
+        return bool(reply)
+
+    # -- observability --------------------------------------------------------
+
+    def depth(self, lane: str) -> int:
+        """Pending jobs in ``lane``."""
+        return int(self.connection.zcard(self.keys.pending(lane)))
+
+    def totals(self) -> Totals:
+        """Queue-wide counts in one round trip, each O(1)."""
+        k = self.keys
+        pipe = self.connection.pipeline(transaction=False)
+        pipe.hget(k.stats, "pending")
+        for key in (k.active, k.schedule, k.dead, k.depths):
+            pipe.zcard(key)
+        pipe.llen(k.ring)
+        pending, active, scheduled, dead, lanes, ring = pipe.execute()
+        return Totals(_int(pending), active, scheduled, dead, lanes, ring)
+
+    def lanes(self, top: int = 50, offset: int = 0) -> list[LaneInfo]:
+        """The ``top`` deepest lanes from ``offset``, deepest first, read from the
+        depth index (two round trips, whatever the number of lanes)."""
+        _positive_int("top", top, 10_000)
+        k = self.keys
+        ranked = self.connection.zrevrange(k.depths, offset, offset + top - 1, withscores=True)
+        return self._describe([(_text(lane), int(depth)) for lane, depth in ranked])
+
+    def lane(self, lane: str) -> LaneInfo:
+        """One lane's depth, in-flight count and settings."""
+        return self._describe([(validate_lane(lane), self.depth(lane))])[0]
+
+    def _describe(self, ranked: list[tuple[str, int]]) -> list[LaneInfo]:
+        if not ranked:
+            return []
+        k = self.keys
+        names = [lane for lane, _ in ranked]
+        pipe = self.connection.pipeline(transaction=False)
+        for key in (k.inflight, k.ceilings, k.weights):
+            pipe.hmget(key, names)
+        pipe.smismember(k.paused, names)
+        inflight, ceilings, weights, paused = pipe.execute()
+        return [
+            LaneInfo(
+                lane,
+                depth,
+                _int(inflight[i]),
+                None if ceilings[i] is None else int(ceilings[i]),
+                _int(weights[i], 1),
+                bool(paused[i]),
+            )
+            for i, (lane, depth) in enumerate(ranked)
+        ]
+
+    def job(self, job_id: str) -> dict[str, str] | None:
+        """The job's row as text fields, or ``None`` if there is none."""
+        row = self.connection.hgetall(self.keys.job(job_id))
+        return {_text(f): _text(v) for f, v in row.items()} if row else None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

