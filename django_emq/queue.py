@@ -379,7 +379,9 @@ class Queue:
         depth index (two round trips, whatever the number of lanes)."""
         _positive_int("top", top, 10_000)
         k = self.keys
-        ranked = self.connection.zrevrange(k.depths, offset, offset + top - 1, withscores=True)
+        ranked: list[tuple[bytes, float]] = self.connection.zrevrange(  # type: ignore[assignment]
+            k.depths, offset, offset + top - 1, withscores=True
+        )
         return self._describe([(_text(lane), int(depth)) for lane, depth in ranked])
 
     def lane(self, lane: str) -> LaneInfo:
