@@ -1,21 +1,41 @@
-"""django-emq: fair lanes for Django tasks on Valkey."""
+"""django-emq: fair lanes for Django tasks on Valkey.
+
+The public names are imported lazily (PEP 562), so ``import django_emq``
+has no side effects and works before Django's app registry is ready.
+"""
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .ids import lane_id
-
 if TYPE_CHECKING:
+    from .ids import lane_id
+    from .lanes import enqueue_for, enqueue_on_commit, lane, lane_for
     from .queue import Queue
 
-__all__ = ["get_queue", "lane_id"]
+__all__ = ["enqueue_for", "enqueue_on_commit", "get_queue", "lane", "lane_for", "lane_id"]
+
+_LAZY = {
+    "lane_id": "ids",
+    "enqueue_for": "lanes",
+    "enqueue_on_commit": "lanes",
+    "lane": "lanes",
+    "lane_for": "lanes",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'django_emq' has no attribute {name!r}")
 
 
 def get_queue(name: str = "default", **options: Any) -> Queue:
-    """The queue ``name`` on the configured Valkey connection.
+    """The engine queue ``name`` on the configured Valkey connection.
 
-    ``connection=`` may be passed to use another client (tests, scripts).
+    ``connection=`` may be passed to use another client (tests, scripts);
+    other options go to :class:`django_emq.queue.Queue`.
     """
     from .connection import get_connection
     from .queue import Queue

@@ -7,6 +7,7 @@ plain commands, pipelined so each public call is one round trip.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import redis
+from redis.exceptions import NoScriptError
 
 from . import calls
 from .exceptions import EnqueueError, check_code
@@ -26,6 +28,9 @@ from .scripts import Scripts
 MAX_WEIGHT = 1000
 #: How far in the past a ``run_after`` may be before it is taken for a mistake.
 RUN_AFTER_PAST_LIMIT = timedelta(days=1)
+WORKER_ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
+#: Entries per job in the claim script's flat reply.
+CLAIM_STRIDE = 10
 #: Batch size of the looping maintenance calls (reap, promote, drain).
 BATCH = 500
 
@@ -56,6 +61,8 @@ class Claim:
     kwargs: dict[str, Any]
     enqueued_ms: int
     deadline_ms: int
+    worker_ids: tuple[str, ...] = ()
+    started_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,13 +227,24 @@ class Queue:
             return []
         pipe = self.connection.pipeline(transaction=False)
         for call in prepared:
-            self._run(call, pipe)
+            self._scripts.pipelined(call.script, call.keys, call.args, pipe)
         try:
-            replies = pipe.execute()
+            replies = pipe.execute(raise_on_error=False)
+            # After a SCRIPT FLUSH the server ran none of these: run them again.
+            missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+            if missing:
+                again = self.connection.pipeline(transaction=False)
+                for i in missing:
+                    self._run(prepared[i], again)
+                for i, reply in zip(missing, again.execute(), strict=True):
+                    replies[i] = reply
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise EnqueueError(
                 f"could not reach Valkey to enqueue on {self.name!r}: {exc}"
             ) from exc
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
         return [
             Enqueued(str(call.args[0]), _text(reply[1]), reply[0] == 0)
             for call, reply in zip(prepared, replies, strict=True)
@@ -246,6 +264,8 @@ class Queue:
         _positive_int("lease_ms", lease_ms)
         _positive_int("turns", turns, MAX_WEIGHT)
         worker = worker_id or default_worker_id()
+        if not WORKER_ID_RE.fullmatch(worker):
+            raise ValueError(f"{worker!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
         flat = self._run(calls.claim(self.keys, lease_ms, turns, worker))
         if not flat:
             return None
@@ -259,8 +279,10 @@ class Queue:
                 kwargs=decode(flat[i + 5]) or {},
                 enqueued_ms=int(flat[i + 6]),
                 deadline_ms=int(flat[i + 7]),
+                worker_ids=tuple(_text(flat[i + 8]).split(",")),
+                started_ms=int(flat[i + 9]),
             )
-            for i in range(0, len(flat), 8)
+            for i in range(0, len(flat), CLAIM_STRIDE)
         ]
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:

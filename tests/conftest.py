@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -34,3 +36,13 @@ def r(valkey_server: ValkeyServer) -> Iterator[redis.Redis]:
 @pytest.fixture
 def queue(r: redis.Redis) -> Queue:
     return Queue("q", connection=r)
+
+
+@pytest.fixture
+def emq(r: redis.Redis, settings: Any, valkey_server: ValkeyServer) -> Iterator[redis.Redis]:
+    """Django configured for the test server (fresh database); yields a raw client."""
+    url = f"redis://{valkey_server.host}:{valkey_server.port}/0"
+    settings.EMQ = {**settings.EMQ, "URL": url}
+    os.environ["EMQ_URL"] = url
+    yield r
+    os.environ.pop("EMQ_URL", None)

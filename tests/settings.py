@@ -13,4 +13,32 @@ INSTALLED_APPS = [
     "django_emq",
 ]
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
-EMQ: dict[str, object] = {}
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django_emq.lanes.LaneMiddleware",
+]
+ROOT_URLCONF = "tests.urls"
+# The URL comes from EMQ_URL (worker subprocesses) or from the `emq` fixture.
+EMQ: dict[str, object] = {"RETRY_BACKOFF": 0.0, "BEAT": 0.2}
+TASKS = {
+    "default": {
+        "BACKEND": "django_emq.backend.FairLanesBackend",
+        "QUEUES": ["default", "other"],
+    }
+}
+LOGGING_CONFIG = None
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]

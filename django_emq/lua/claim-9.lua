@@ -20,8 +20,9 @@
   ARGV[3]  turns     how many turns of the ring this call may take (>= 1)
   ARGV[4]  worker    the claiming worker's id (recorded on the job)
 
-  Returns a flat array, 8 entries per claimed job:
-    id, lane, token, task, args, kwargs, enqueued_ms, deadline_ms
+  Returns a flat array, 10 entries per claimed job:
+    id, lane, token, task, args, kwargs, enqueued_ms, deadline_ms,
+    workers (comma-separated ids of every claimer, this one last), started_ms
   (empty when the ring is empty).
 ]]
 -- @include "now_ms"
@@ -54,16 +55,16 @@ for _ = 1, turns do
       local jk = jobKey(prefix, id)
       local token = redis.call('HINCRBY', jk, 'attempts', 1)
       redis.call('HSET', jk, 'state', 'active', 'claimed', now, 'worker', worker)
-      local row = redis.call('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'workers')
-      if row[5] and row[5] ~= '' then
-        redis.call('HSET', jk, 'workers', row[5] .. ',' .. worker)
-      else
-        redis.call('HSET', jk, 'workers', worker)
-      end
+      redis.call('HSETNX', jk, 'started', now)
+      local row = redis.call('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'workers', 'started')
+      local workers = worker
+      if row[5] and row[5] ~= '' then workers = row[5] .. ',' .. worker end
+      redis.call('HSET', jk, 'workers', workers)
       redis.call('ZADD', Q.active, deadline, id)
       local n = #out
       out[n + 1] = id; out[n + 2] = lane; out[n + 3] = token; out[n + 4] = row[1]
       out[n + 5] = row[2]; out[n + 6] = row[3]; out[n + 7] = row[4]; out[n + 8] = deadline
+      out[n + 9] = workers; out[n + 10] = row[6]
     end
     k = #popped / 2
     removedPending(Q, lane, k)

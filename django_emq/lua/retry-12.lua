@@ -25,6 +25,9 @@
   ARGV[5]  delay_ms  back-off before the job is due again
   ARGV[6]  mode      'retry' (dead only when out of attempts) or 'dead' (dead now)
 
+  The error is kept as `error` (the latest) and appended to `errors`, a JSON
+  array of every failure's text.
+
   Returns {1, state} with state 'pending', 'scheduled' or 'dead',
   or -1 (no such job) / -2 (stale token); nothing changes then.
 ]]
@@ -47,6 +50,9 @@ leaveActive(Q, id, lane)
 local fails = redis.call('HINCRBY', jk, 'fails', 1)
 local max = tonumber(redis.call('HGET', jk, 'max') or '1')
 local pendingKey = laneKey(prefix, lane)
+local errors = cjson.decode(redis.call('HGET', jk, 'errors') or '[]')
+errors[#errors + 1] = ARGV[4]
+redis.call('HSET', jk, 'errors', cjson.encode(errors))
 local state
 if ARGV[6] == 'dead' or fails >= max then
   state = 'dead'

@@ -1,0 +1,206 @@
+"""``FairLanesBackend``: django.tasks on fair lanes.
+
+Configure it in ``TASKS``::
+
+    TASKS = {"default": {"BACKEND": "django_emq.backend.FairLanesBackend",
+                         "QUEUES": ["default"]}}
+
+``task.enqueue(...)`` rides the current lane (see :mod:`django_emq.lanes`);
+with none it raises ``InvalidTask`` and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.tasks import Task, TaskResult, TaskResultStatus
+from django.tasks.backends.base import BaseTaskBackend
+from django.tasks.base import DEFAULT_TASK_PRIORITY, TaskError
+from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+from django.tasks.signals import task_enqueued
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from .conf import emq_settings
+from .connection import get_connection
+from .exceptions import InvalidArguments
+from .ids import validate_job_id, validate_queue_name
+from .lanes import current_lane
+from .payload import decode, encode_arguments
+from .queue import Queue
+
+#: Job row state -> django.tasks status.
+STATUS = {
+    "pending": TaskResultStatus.READY,
+    "scheduled": TaskResultStatus.READY,
+    "active": TaskResultStatus.RUNNING,
+    "done": TaskResultStatus.SUCCESSFUL,
+    "dead": TaskResultStatus.FAILED,
+}
+
+
+def _when(ms: str | None) -> datetime | None:
+    if not ms:
+        return None
+    moment = datetime.fromtimestamp(int(ms) / 1000, tz=UTC)
+    return moment if settings.USE_TZ else timezone.make_naive(moment)
+
+
+def task_error(exc: BaseException, traceback: str) -> str:
+    """The JSON text a failure is kept as: django.tasks' ``TaskError`` fields."""
+    cls = type(exc)
+    return json.dumps(
+        {"exception_class_path": f"{cls.__module__}.{cls.__qualname__}", "traceback": traceback}
+    )
+
+
+def _errors(row: Mapping[str, str]) -> list[TaskError]:
+    errors = []
+    for text in decode(row.get("errors")) or []:
+        try:
+            data = json.loads(text)
+            errors.append(
+                TaskError(
+                    exception_class_path=data["exception_class_path"], traceback=data["traceback"]
+                )
+            )
+        except (ValueError, KeyError, TypeError):
+            errors.append(TaskError(exception_class_path="builtins.Exception", traceback=text))
+    return errors
+
+
+def result_from_row(
+    task: Task[Any, Any], job_id: str, row: Mapping[str, str], alias: str
+) -> TaskResult[Any, Any]:
+    """Build the ``TaskResult`` a job row stands for."""
+    result: TaskResult[Any, Any] = TaskResult(
+        task=task,
+        id=job_id,
+        status=STATUS.get(row.get("state", ""), TaskResultStatus.READY),
+        enqueued_at=_when(row.get("enq")),
+        started_at=_when(row.get("started")),
+        last_attempted_at=_when(row.get("claimed")),
+        finished_at=_when(row.get("finished")) if row.get("state") in ("done", "dead") else None,
+        args=decode(row.get("args")) or [],
+        kwargs=decode(row.get("kwargs")) or {},
+        backend=alias,
+        errors=_errors(row),
+        worker_ids=[w for w in row.get("workers", "").split(",") if w],
+    )
+    if row.get("state") == "done":
+        object.__setattr__(result, "_return_value", decode(row.get("result")))
+    return result
+
+
+class FairLanesBackend(BaseTaskBackend):
+    """Runs django.tasks on django-emq's fair lanes."""
+
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = False
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        for name in self.queues:
+            validate_queue_name(name)
+        self._queues: dict[tuple[str, int], Queue] = {}
+
+    def queue(self, name: str) -> Queue:
+        """The engine queue behind ``name`` on the current connection."""
+        connection = get_connection()
+        key = (name, id(connection))
+        found = self._queues.get(key)
+        if found is None:
+            s = emq_settings()
+            found = Queue(
+                name,
+                connection=connection,
+                max_attempts=s.max_attempts,
+                result_ttl=timedelta(seconds=s.result_ttl),
+                max_payload=s.max_payload,
+            )
+            self._queues = {k: v for k, v in self._queues.items() if k[1] == id(connection)}
+            self._queues[key] = found
+        return found
+
+    def validate_task(self, task: Task[Any, Any]) -> None:
+        if task.priority != DEFAULT_TASK_PRIORITY:
+            raise InvalidTask(
+                "django-emq has no numeric priority: a lane that should be served more "
+                "carries a weight (queue.set_weight(lane, w)), so fairness stays a property "
+                "of lanes, not jobs. Remove priority= from the task."
+            )
+        super().validate_task(task)
+
+    def check_arguments(
+        self, task: Task[Any, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> None:
+        """Refuse arguments that do not survive a JSON round trip (nothing is written)."""
+        self.validate_task(task)
+        encode_arguments(args, kwargs, emq_settings().max_payload)
+
+    def enqueue(
+        self, task: Task[Any, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> TaskResult[Any, Any]:
+        self.validate_task(task)
+        lane = current_lane()
+        if lane is None:
+            raise InvalidTask(
+                f"{task.module_path} was enqueued without a lane. Use "
+                "django_emq.enqueue_for(request.user, task, ...), wrap the call in "
+                "`with django_emq.lane(user):`, or add django_emq.lanes.LaneMiddleware."
+            )
+        run_after = task.run_after
+        if run_after is not None and timezone.is_naive(run_after):
+            run_after = timezone.make_aware(run_after)
+        try:
+            enqueued = self.queue(task.queue_name).enqueue(
+                lane,
+                task.module_path,
+                args,
+                kwargs,
+                run_after=run_after,
+                meta={"backend": self.alias},
+            )
+        except InvalidArguments as exc:
+            raise InvalidArguments(f"{task.module_path}: {exc}") from None
+        # Built here rather than read back: no second round trip per enqueue.
+        result: TaskResult[Any, Any] = TaskResult(
+            task=task,
+            id=enqueued.job_id,
+            status=TaskResultStatus.READY,
+            enqueued_at=timezone.now(),
+            started_at=None,
+            last_attempted_at=None,
+            finished_at=None,
+            args=list(args),
+            kwargs=dict(kwargs),
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id: str) -> TaskResult[Any, Any]:
+        try:
+            validate_job_id(result_id)
+        except ValueError:
+            raise TaskResultDoesNotExist(result_id) from None
+        for name in sorted(self.queues):
+            row = self.queue(name).job(result_id)
+            if row is None:
+                continue
+            try:
+                task = import_string(row["task"])
+            except ImportError:
+                raise TaskResultDoesNotExist(
+                    f"{result_id}: its task {row['task']} no longer imports"
+                ) from None
+            return result_from_row(task, result_id, row, self.alias)
+        raise TaskResultDoesNotExist(result_id)

@@ -1,0 +1,120 @@
+"""``manage.py run_emq_worker``: a thin shell over :class:`django_emq.worker.Worker`."""
+
+from __future__ import annotations
+
+import logging
+from argparse import ArgumentParser, ArgumentTypeError
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.tasks import task_backends
+from django.utils import autoreload
+
+from django_emq.backend import FairLanesBackend
+from django_emq.worker import Worker, WorkerOptions
+
+LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ArgumentTypeError(f"must be >= 1, not {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ArgumentTypeError(f"must be > 0, not {value}")
+    return value
+
+
+class Command(BaseCommand):
+    help = "Run a django-emq worker: serve the fair lanes of the backend's queues."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--backend",
+            default="default",
+            help="TASKS alias of a FairLanesBackend (default: default)",
+        )
+        parser.add_argument(
+            "--queue",
+            action="append",
+            dest="queues",
+            default=[],
+            help="queue to serve (repeatable; default: every queue of the backend)",
+        )
+        parser.add_argument(
+            "--concurrency",
+            type=positive_int,
+            default=1,
+            help="jobs run at once, one thread each (default 1)",
+        )
+        parser.add_argument(
+            "--lease",
+            type=positive_float,
+            default=None,
+            help="lease length in seconds (default EMQ['LEASE'])",
+        )
+        parser.add_argument(
+            "--burst",
+            action="store_true",
+            help="reap and promote, run until nothing is pending or due, exit",
+        )
+        parser.add_argument(
+            "--max-jobs", type=positive_int, default=None, help="exit after claiming this many jobs"
+        )
+        parser.add_argument("--worker-id", default=None, help="default: host:pid")
+        parser.add_argument(
+            "--grace",
+            type=float,
+            default=None,
+            help="seconds running jobs get to finish on SIGTERM (default EMQ['SHUTDOWN_GRACE'])",
+        )
+        parser.add_argument(
+            "--reload", action="store_true", help="restart when code changes (development)"
+        )
+        parser.add_argument(
+            "--health-file",
+            type=Path,
+            default=None,
+            help="touch this file every beat (for liveness probes)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        logging.basicConfig(
+            level=LEVELS.get(options["verbosity"], logging.INFO),
+            format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        )
+        backend = task_backends[options["backend"]]
+        if not isinstance(backend, FairLanesBackend):
+            raise CommandError(
+                f"TASKS[{options['backend']!r}] is {type(backend).__name__}, not "
+                "django_emq.backend.FairLanesBackend"
+            )
+        worker_options = WorkerOptions(
+            queues=options["queues"],
+            concurrency=options["concurrency"],
+            lease=options["lease"],
+            burst=options["burst"],
+            max_jobs=options["max_jobs"],
+            worker_id=options["worker_id"],
+            health_file=options["health_file"],
+            grace=options["grace"],
+        )
+
+        def run() -> None:
+            try:
+                worker = Worker(backend, worker_options)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            worker.install_signal_handlers()
+            worker.run()
+
+        if options["reload"]:
+            autoreload.run_with_reloader(run)
+        else:
+            run()

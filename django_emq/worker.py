@@ -1,0 +1,358 @@
+"""The worker: claims turns of the ring, runs django.tasks, reports outcomes.
+
+The loop stays short; everything around a job lives in :func:`run_job`, and
+the periodic duties (extend leases, reap, promote, heartbeat) in
+:meth:`Worker.beat`. Idle workers park on the queues' wake lists with a
+blocking pop instead of polling.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import signal
+import socket
+import threading
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import redis
+from django.db import close_old_connections
+from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus
+from django.tasks.signals import task_finished, task_started
+from django.utils.json import normalize_json
+from django.utils.module_loading import import_string
+
+from .backend import FairLanesBackend, result_from_row, task_error
+from .conf import emq_settings
+from .connection import new_connection, require_supported_server
+from .exceptions import StaleToken
+from .queue import Claim, Queue
+
+logger = logging.getLogger("django_emq.worker")
+
+
+@dataclass
+class WorkerOptions:
+    """Everything ``run_emq_worker`` can set; defaults come from ``EMQ``."""
+
+    queues: list[str] = field(default_factory=list)
+    concurrency: int = 1
+    lease: float | None = None
+    burst: bool = False
+    max_jobs: int | None = None
+    worker_id: str | None = None
+    health_file: Path | None = None
+    beat: float | None = None
+    grace: float | None = None
+
+
+@dataclass
+class Running:
+    """A job this worker holds: its queue, its claim, the thread running it."""
+
+    queue: Queue
+    claim: Claim
+    future: Future[str]
+    started: float = field(default_factory=time.monotonic)
+
+
+def backoff_seconds(attempt: int, base: float, cap: float) -> float:
+    """Exponential back-off with full jitter: uniform in [0, min(cap, base * 2**(n-1))]."""
+    return random.uniform(0, min(cap, base * 2 ** max(0, attempt - 1)))
+
+
+def _running_result(task: Task[Any, Any], claim: Claim, alias: str) -> TaskResult[Any, Any]:
+    row = {
+        "state": "active",
+        "enq": str(claim.enqueued_ms),
+        "started": str(claim.started_ms),
+        "claimed": str(int(time.time() * 1000)),
+        "workers": ",".join(claim.worker_ids),
+        "args": json.dumps(claim.args),
+        "kwargs": json.dumps(claim.kwargs),
+    }
+    return result_from_row(task, claim.job_id, row, alias)
+
+
+def run_job(queue: Queue, claim: Claim, alias: str) -> str:
+    """Run one claimed job and record its outcome; returns ``done``, ``retry``,
+    ``dead`` or ``stale`` (the lease moved on: the outcome was refused)."""
+    s = emq_settings()
+    close_old_connections()
+    try:
+        try:
+            task = import_string(claim.task_path)
+            if not isinstance(task, Task):
+                raise TypeError(f"{claim.task_path} is not a django.tasks Task")
+        except Exception as exc:  # the job can never run: dead now, worker survives
+            queue.fail(
+                claim.job_id,
+                claim.token,
+                task_error(exc, f"cannot load task {claim.task_path}: {exc!r}"),
+            )
+            return "dead"
+        result = _running_result(task, claim, alias)
+        task_started.send(FairLanesBackend, task_result=result)
+        try:
+            if task.takes_context:
+                value = task.call(TaskContext(task_result=result), *claim.args, **claim.kwargs)
+            else:
+                value = task.call(*claim.args, **claim.kwargs)
+            value = normalize_json(value)
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt from a task fail it too
+            delay = backoff_seconds(claim.token, s.retry_backoff, s.retry_backoff_max)
+            text = "".join(traceback.format_exception(exc))
+            state = queue.retry(claim.job_id, claim.token, task_error(exc, text), int(delay * 1000))
+            if state == "dead":
+                object.__setattr__(result, "status", TaskResultStatus.FAILED)
+                object.__setattr__(result, "finished_at", datetime.now(UTC))
+                task_finished.send(FairLanesBackend, task_result=result)
+                return "dead"
+            return "retry"
+        queue.complete(claim.job_id, claim.token, value)
+        object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
+        object.__setattr__(result, "finished_at", datetime.now(UTC))
+        object.__setattr__(result, "_return_value", value)
+        task_finished.send(FairLanesBackend, task_result=result)
+        return "done"
+    except StaleToken:
+        logger.warning("job %s: lease lost to a newer attempt; outcome refused", claim.job_id)
+        return "stale"
+    finally:
+        close_old_connections()
+
+
+class Worker:
+    """One worker process: ``concurrency`` threads over the backend's queues."""
+
+    def __init__(self, backend: FairLanesBackend, options: WorkerOptions) -> None:
+        s = emq_settings()
+        self.backend = backend
+        self.options = options
+        names = options.queues or sorted(backend.queues)
+        unknown = sorted(set(names) - backend.queues)
+        if unknown:
+            raise ValueError(f"queue(s) {', '.join(unknown)} not in the backend's QUEUES")
+        self.queues = [backend.queue(name) for name in names]
+        self.lease_ms = int((options.lease or s.lease) * 1000)
+        self.beat_s = options.beat or min(s.beat, self.lease_ms / 3000)
+        self.grace_s = s.shutdown_grace if options.grace is None else options.grace
+        self.worker_id = options.worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.running: dict[str, Running] = {}
+        self.stopping = threading.Event()
+        self.counts = {"done": 0, "retry": 0, "dead": 0, "stale": 0}
+        self.claimed = 0
+        self._next_queue = 0
+        self._last_beat = 0.0
+        self._last_summary = time.monotonic()
+        self._signals = 0
+        self._previous_handlers: dict[int, Any] = {}
+        # Parking blocks longer than the web-side socket timeout: its own client.
+        self._park = new_connection(socket_timeout=None)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def install_signal_handlers(self) -> None:
+        """First SIGTERM/SIGINT: stop claiming and wind down; second: exit now.
+        The previous handlers come back when :meth:`run` returns."""
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            logger.warning("second signal: exiting now; unfinished leases will be reaped")
+            os._exit(1)
+        logger.info("signal %s: no new claims; finishing running jobs", signum)
+        self.stopping.set()
+
+    def run(self) -> int:
+        """Work until stopped (or, with ``burst``, until nothing is pending or due)."""
+        require_supported_server(self.queues[0].connection)
+        logger.info(
+            "worker %s on %s, concurrency %d, lease %.1fs",
+            self.worker_id,
+            ", ".join(q.name for q in self.queues),
+            self.options.concurrency,
+            self.lease_ms / 1000,
+        )
+        pool = ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="emq-job")
+        try:
+            self._loop(pool)
+        finally:
+            self._wind_down()
+            pool.shutdown(wait=False, cancel_futures=True)
+            self._forget()
+            for signum, handler in self._previous_handlers.items():
+                signal.signal(signum, handler)
+        self._summary()
+        return 0
+
+    def _loop(self, pool: ThreadPoolExecutor) -> None:
+        if self.options.burst:
+            self.beat()
+        while not self.stopping.is_set():
+            if time.monotonic() - self._last_beat >= self.beat_s:
+                self.beat()
+            self._collect()
+            free = self.options.concurrency - len(self.running)
+            if self.options.max_jobs is not None:
+                free = min(free, self.options.max_jobs - self.claimed)
+                if free <= 0 and not self.running:
+                    return
+            if free > 0:
+                claims = self._claim(free)
+                for queue, claim in claims:
+                    future = pool.submit(run_job, queue, claim, self.backend.alias)
+                    self.running[claim.job_id] = Running(queue, claim, future)
+                    self.claimed += 1
+                if claims:
+                    continue
+                if self.options.burst and not self.running and self._nothing_due():
+                    return
+            if free <= 0 or self.options.burst:
+                # Slots full (or a burst run waiting for its last jobs): wait for one to end.
+                timeout = 0.1 if self.options.burst else self.beat_s
+                wait(
+                    [r.future for r in self.running.values()],
+                    timeout=timeout,
+                    return_when=FIRST_COMPLETED,
+                )
+            else:
+                self._park_until_woken()
+
+    def _claim(self, free: int) -> list[tuple[Queue, Claim]]:
+        """Claim up to ``free`` jobs, trying the queues in turn from where we left off."""
+        for step in range(len(self.queues)):
+            queue = self.queues[(self._next_queue + step) % len(self.queues)]
+            claims = queue.claim(self.lease_ms, turns=free, worker_id=self.worker_id)
+            if claims:
+                self._next_queue = (self._next_queue + step + 1) % len(self.queues)
+                return [(queue, c) for c in claims]
+        return []
+
+    def _collect(self) -> None:
+        for job_id, job in list(self.running.items()):
+            if not job.future.done():
+                continue
+            del self.running[job_id]
+            try:
+                outcome = job.future.result()
+            except Exception:
+                logger.exception("job %s: the worker failed to record its outcome", job_id)
+                outcome = "stale"
+            self.counts[outcome] = self.counts.get(outcome, 0) + 1
+            c = job.claim
+            logger.info(
+                "lane=%s job=%s task=%s attempt=%d duration=%.3fs outcome=%s",
+                c.lane,
+                c.job_id,
+                c.task_path,
+                c.token,
+                time.monotonic() - job.started,
+                outcome,
+            )
+
+    def _nothing_due(self) -> bool:
+        for queue in self.queues:
+            queue.reap()
+            promoted, next_due = queue.promote()
+            if promoted or (next_due is not None and next_due <= time.time() * 1000):
+                return False
+            totals = queue.totals()
+            if totals.ring:
+                return False
+        return True
+
+    def _park_until_woken(self) -> None:
+        """Block on every queue's wake list until a job arrives or the beat is due."""
+        timeout = max(0.01, self.beat_s - (time.monotonic() - self._last_beat))
+        try:
+            self._park.blpop([q.keys.wake for q in self.queues], timeout=timeout)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            logger.warning("lost Valkey while parked (%s); retrying", exc)
+            self.stopping.wait(min(timeout, 1.0))
+
+    # -- periodic duties -------------------------------------------------------
+
+    def beat(self) -> None:
+        """Extend running leases, reap expired ones, promote due jobs, report in."""
+        self._last_beat = time.monotonic()
+        try:
+            for job in list(self.running.values()):
+                if not job.future.done():
+                    try:
+                        job.queue.extend(job.claim.job_id, job.claim.token, self.lease_ms)
+                    except StaleToken:
+                        logger.warning(
+                            "job %s: lease expired before it could be extended", job.claim.job_id
+                        )
+            for queue in self.queues:
+                queue.reap()
+                queue.promote()
+                queue.connection.hset(
+                    queue.keys.workers,
+                    self.worker_id,
+                    json.dumps(
+                        {
+                            "host": socket.gethostname(),
+                            "pid": os.getpid(),
+                            "done": self.counts["done"],
+                            "beat": int(time.time() * 1000),
+                            "running": len(self.running),
+                        }
+                    ),
+                )
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            logger.warning("beat: Valkey unreachable (%s); will retry", exc)
+        if self.options.health_file is not None:
+            self.options.health_file.touch()
+        if time.monotonic() - self._last_summary >= 60:
+            self._summary()
+
+    def _summary(self) -> None:
+        self._last_summary = time.monotonic()
+        logger.info(
+            "worker %s: %s, running %d",
+            self.worker_id,
+            ", ".join(f"{k} {v}" for k, v in self.counts.items()),
+            len(self.running),
+        )
+
+    def _wind_down(self) -> None:
+        """Let running jobs finish within the grace period, then release the rest."""
+        deadline = time.monotonic() + self.grace_s
+        while self.running and time.monotonic() < deadline:
+            wait(
+                [r.future for r in self.running.values()],
+                timeout=min(self.beat_s, max(0.0, deadline - time.monotonic())),
+                return_when=FIRST_COMPLETED,
+            )
+            self._collect()
+            if time.monotonic() - self._last_beat >= self.beat_s:
+                self.beat()
+        for job_id, job in list(self.running.items()):
+            try:
+                job.queue.release(job_id, job.claim.token)
+                logger.info("job %s released back to the head of lane %s", job_id, job.claim.lane)
+            except StaleToken:
+                pass
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                logger.warning("job %s: could not release (%s); its lease will expire", job_id, exc)
+        self.running.clear()
+
+    def _forget(self) -> None:
+        try:
+            for queue in self.queues:
+                queue.connection.hdel(queue.keys.workers, self.worker_id)
+        except (redis.ConnectionError, redis.TimeoutError):
+            pass

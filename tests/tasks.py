@@ -1,0 +1,66 @@
+"""Tasks the integration tests enqueue. Each records its runs in Valkey."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from django.tasks import TaskContext, task
+
+from django_emq.connection import get_connection
+
+RUNS = "test:runs"
+
+
+def _record(label: str) -> None:
+    get_connection().rpush(RUNS, label)
+
+
+@task
+def record(label: str) -> str:
+    """Append ``label`` to the runs list; returns it."""
+    _record(label)
+    return label
+
+
+@task
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@task
+def slow(label: str, seconds: float) -> str:
+    """Record the start, sleep, record the end."""
+    _record(f"start:{label}")
+    time.sleep(seconds)
+    _record(f"end:{label}")
+    return label
+
+
+@task
+def boom(label: str) -> None:
+    _record(label)
+    raise RuntimeError(f"boom {label}")
+
+
+@task
+def exits() -> None:
+    raise SystemExit(3)
+
+
+@task
+async def async_add(a: int, b: int) -> int:
+    await asyncio.sleep(0)
+    _record(f"async:{a + b}")
+    return a + b
+
+
+@task(takes_context=True)
+def attempt_number(context: TaskContext[Any, Any]) -> int:
+    return context.attempt
+
+
+@task
+def unserialisable_result() -> Any:
+    return object()

@@ -1,0 +1,284 @@
+"""run_emq_worker: in-process runs for outcomes, real processes for signals and kills."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.tasks import TaskResultStatus, task_backends
+from django.tasks.signals import task_finished, task_started
+
+from django_emq import enqueue_for, lane_id
+from django_emq.backend import FairLanesBackend
+from tests import tasks
+
+pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parent.parent
+A, B = lane_id("USR", 1), lane_id("USR", 2)
+
+
+def backend() -> FairLanesBackend:
+    b = task_backends["default"]
+    assert isinstance(b, FairLanesBackend)
+    return b
+
+
+def runs(r: redis.Redis) -> list[str]:
+    return [x.decode() for x in r.lrange(tasks.RUNS, 0, -1)]  # type: ignore[union-attr]
+
+
+def burst(*extra: str) -> None:
+    call_command("run_emq_worker", "--burst", "--lease", "5", *extra, verbosity=0)
+
+
+def worker_process(*args: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "django", "run_emq_worker", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def wait_for(predicate: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def test_flood_small_user_is_served_within_the_first_jobs(emq: redis.Redis) -> None:
+    with_lane = [
+        {"lane": A, "task_path": "tests.tasks.record", "args": [f"A{i}"]} for i in range(500)
+    ]
+    q = backend().queue("default")
+    q.enqueue_many(with_lane)
+    q.enqueue_many(
+        [{"lane": B, "task_path": "tests.tasks.record", "args": [f"B{i}"]} for i in range(10)]
+    )
+    burst("--concurrency", "1")
+    order = runs(emq)
+    assert len(order) == 510
+    first_20 = order[:20]
+    assert [x for x in first_20 if x.startswith("B")] == [f"B{i}" for i in range(10)]
+    assert [x for x in order if x.startswith("A")] == [f"A{i}" for i in range(500)]
+
+
+def test_results_are_readable_after_the_worker_ran(emq: redis.Redis) -> None:
+    user = User.objects.create_user("ada")
+    result = enqueue_for(user, tasks.add, 2, 3)
+    burst()
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.return_value == 5
+    assert result.attempts == 1
+    assert result.started_at is not None
+    assert result.finished_at is not None
+    assert result.enqueued_at is not None
+    assert result.enqueued_at <= result.started_at
+
+
+def test_async_task_runs(emq: redis.Redis) -> None:
+    user = User.objects.create_user("ada")
+    result = enqueue_for(user, tasks.async_add, 4, 5)
+    burst()
+    result.refresh()
+    assert result.return_value == 9
+    assert runs(emq) == ["async:9"]
+
+
+def test_task_context_sees_the_attempt(emq: redis.Redis) -> None:
+    user = User.objects.create_user("ada")
+    result = enqueue_for(user, tasks.attempt_number)
+    burst()
+    assert backend().get_result(result.id).return_value == 1
+
+
+def test_failing_task_is_retried_then_dead_with_traceback(emq: redis.Redis, settings: Any) -> None:
+    settings.EMQ = {**settings.EMQ, "MAX_ATTEMPTS": 3}
+    user = User.objects.create_user("ada")
+    result = enqueue_for(user, tasks.boom, "x")
+    burst()
+    assert runs(emq) == ["x", "x", "x"]
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    assert len(result.errors) == 3
+    assert result.errors[-1].exception_class is RuntimeError
+    assert "boom x" in result.errors[-1].traceback
+    assert result.attempts == 3
+    with pytest.raises(ValueError, match="failed"):
+        result.return_value  # noqa: B018
+
+
+def test_task_raising_systemexit_fails_and_the_worker_survives(
+    emq: redis.Redis, settings: Any
+) -> None:
+    settings.EMQ = {**settings.EMQ, "MAX_ATTEMPTS": 1}
+    user = User.objects.create_user("ada")
+    bad = enqueue_for(user, tasks.exits)
+    good = enqueue_for(user, tasks.add, 1, 1)
+    burst()
+    assert backend().get_result(bad.id).status == TaskResultStatus.FAILED
+    assert backend().get_result(good.id).return_value == 2
+
+
+def test_unimportable_task_goes_dead_with_a_clear_error(emq: redis.Redis) -> None:
+    q = backend().queue("default")
+    job = q.enqueue(A, "tests.tasks.no_such_task")
+    q.enqueue(A, "tests.tasks.record", ["after"])
+    burst()
+    row = q.job(job.job_id)
+    assert row is not None
+    assert row["state"] == "dead"
+    assert "cannot load task tests.tasks.no_such_task" in row["error"]
+    assert runs(emq) == ["after"]
+
+
+def test_unserialisable_return_value_fails_the_job(emq: redis.Redis, settings: Any) -> None:
+    settings.EMQ = {**settings.EMQ, "MAX_ATTEMPTS": 1}
+    user = User.objects.create_user("ada")
+    result = enqueue_for(user, tasks.unserialisable_result)
+    burst()
+    assert backend().get_result(result.id).status == TaskResultStatus.FAILED
+
+
+def test_started_and_finished_signals_fire_in_the_worker(emq: redis.Redis) -> None:
+    seen: list[tuple[str, str]] = []
+
+    def started(sender: Any, task_result: Any, **kwargs: Any) -> None:
+        seen.append(("started", task_result.status))
+
+    def finished(sender: Any, task_result: Any, **kwargs: Any) -> None:
+        seen.append(("finished", task_result.status))
+
+    task_started.connect(started)
+    task_finished.connect(finished)
+    try:
+        enqueue_for(User.objects.create_user("ada"), tasks.add, 1, 2)
+        burst()
+    finally:
+        task_started.disconnect(started)
+        task_finished.disconnect(finished)
+    assert seen == [("started", "RUNNING"), ("finished", "SUCCESSFUL")]
+
+
+def test_run_after_waits_until_due(emq: redis.Redis) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    user = User.objects.create_user("ada")
+    later = tasks.record.using(run_after=timezone.now() + timedelta(seconds=1))
+    result = enqueue_for(user, later, "late")
+    burst()
+    assert runs(emq) == []
+    time.sleep(1.05)
+    burst()
+    assert runs(emq) == ["late"]
+    assert backend().get_result(result.id).status == TaskResultStatus.SUCCESSFUL
+
+
+def test_max_jobs_stops_after_that_many(emq: redis.Redis) -> None:
+    q = backend().queue("default")
+    q.enqueue_many(
+        [{"lane": A, "task_path": "tests.tasks.record", "args": [str(i)]} for i in range(5)]
+    )
+    call_command("run_emq_worker", "--max-jobs", "2", verbosity=0)
+    assert runs(emq) == ["0", "1"]
+
+
+def test_unknown_queue_is_a_command_error(emq: redis.Redis) -> None:
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="nope"):
+        call_command("run_emq_worker", "--queue", "nope", "--burst", verbosity=0)
+
+
+def test_parked_worker_wakes_on_enqueue(
+    emq: redis.Redis, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    p = worker_process("--concurrency", "2")
+    processes.append(p)
+    wait_for(lambda: emq.hlen(backend().queue("default").keys.workers) > 0)
+    time.sleep(0.3)  # let it park
+    backend().queue("default").enqueue(A, "tests.tasks.record", ["woken"])
+    wait_for(lambda: runs(emq) == ["woken"])
+
+
+def test_sigterm_mid_job_lets_it_finish(
+    emq: redis.Redis, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    q = backend().queue("default")
+    job = q.enqueue(A, "tests.tasks.slow", ["s", 1.0])
+    p = worker_process("--grace", "10")
+    processes.append(p)
+    wait_for(lambda: "start:s" in runs(emq))
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=20) == 0
+    assert runs(emq) == ["start:s", "end:s"]
+    row = q.job(job.job_id)
+    assert row is not None
+    assert row["state"] == "done"
+
+
+def test_sigterm_past_the_grace_releases_the_job_to_its_lane_head(
+    emq: redis.Redis, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    q = backend().queue("default")
+    job = q.enqueue(A, "tests.tasks.slow", ["s", 3.0])
+    q.enqueue(A, "tests.tasks.record", ["next"])
+    p = worker_process("--grace", "0")
+    processes.append(p)
+    wait_for(lambda: "start:s" in runs(emq))
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=20)
+    row = q.job(job.job_id)
+    assert row is not None
+    assert row["state"] == "pending"
+    claims = q.claim(1000)
+    assert claims is not None
+    assert claims[0].job_id == job.job_id
+
+
+def test_kill_9_mid_job_is_run_by_another_worker_after_the_lease(
+    emq: redis.Redis, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    q = backend().queue("default")
+    job = q.enqueue(A, "tests.tasks.slow", ["k", 30.0])
+    p = worker_process("--lease", "1")
+    processes.append(p)
+    wait_for(lambda: "start:k" in runs(emq))
+    p.kill()
+    p.wait()
+    emq.delete(tasks.RUNS)
+    q.connection.hset(q.keys.job(job.job_id), "args", '["k", 0.01]')
+    wait_for(lambda: q.reap() != [] or q.totals().active == 0, timeout=10)
+    burst()
+    assert runs(emq) == ["start:k", "end:k"]
+    row = q.job(job.job_id)
+    assert row is not None
+    assert row["state"] == "done"
+    assert row["attempts"] == "2"

@@ -1,0 +1,16 @@
+"""URLs for the middleware test: a view that enqueues with a plain task.enqueue()."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse
+from django.urls import path
+
+from tests.tasks import record
+
+
+def enqueue_view(request: HttpRequest) -> JsonResponse:
+    result = record.enqueue("from-view")
+    return JsonResponse({"id": result.id})
+
+
+urlpatterns = [path("enqueue/", enqueue_view)]
