@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ from .backend import FairLanesBackend, result_from_row, task_error
 from .conf import emq_settings
 from .connection import new_connection, require_supported_server
 from .exceptions import StaleToken
+from .payload import encode_result
 from .queue import Claim, Queue
 
 logger = logging.getLogger("django_emq.worker")
@@ -83,6 +85,19 @@ def _running_result(task: Task[Any, Any], claim: Claim, alias: str) -> TaskResul
     return result_from_row(task, claim.job_id, row, alias)
 
 
+def _persist[T](record: Callable[[], T], attempts: int = 6) -> T:
+    """Record an outcome, riding out a short loss of the server: the work is
+    done, so losing the record would only make it run again."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return record()
+        except (redis.ConnectionError, redis.TimeoutError):
+            if attempt == attempts:
+                raise
+            time.sleep(backoff_seconds(attempt, 0.2, 3.0) + 0.05)
+    raise AssertionError("unreachable")
+
+
 def run_job(queue: Queue, claim: Claim, alias: str) -> str:
     """Run one claimed job and record its outcome; returns ``done``, ``retry``,
     ``dead`` or ``stale`` (the lease moved on: the outcome was refused)."""
@@ -94,11 +109,8 @@ def run_job(queue: Queue, claim: Claim, alias: str) -> str:
             if not isinstance(task, Task):
                 raise TypeError(f"{claim.task_path} is not a django.tasks Task")
         except Exception as exc:  # the job can never run: dead now, worker survives
-            queue.fail(
-                claim.job_id,
-                claim.token,
-                task_error(exc, f"cannot load task {claim.task_path}: {exc!r}"),
-            )
+            error = task_error(exc, f"cannot load task {claim.task_path}: {exc!r}")
+            _persist(lambda: queue.fail(claim.job_id, claim.token, error))
             return "dead"
         result = _running_result(task, claim, alias)
         task_started.send(FairLanesBackend, task_result=result)
@@ -108,17 +120,21 @@ def run_job(queue: Queue, claim: Claim, alias: str) -> str:
             else:
                 value = task.call(*claim.args, **claim.kwargs)
             value = normalize_json(value)
+            encode_result(value)  # refuse what JSON cannot hold (NaN) as the task's failure
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from a task fail it too
             delay = backoff_seconds(claim.token, s.retry_backoff, s.retry_backoff_max)
             text = "".join(traceback.format_exception(exc))
-            state = queue.retry(claim.job_id, claim.token, task_error(exc, text), int(delay * 1000))
+            error = task_error(exc, text)
+            state = _persist(
+                lambda: queue.retry(claim.job_id, claim.token, error, int(delay * 1000))
+            )
             if state == "dead":
                 object.__setattr__(result, "status", TaskResultStatus.FAILED)
                 object.__setattr__(result, "finished_at", datetime.now(UTC))
                 task_finished.send(FairLanesBackend, task_result=result)
                 return "dead"
             return "retry"
-        queue.complete(claim.job_id, claim.token, value)
+        _persist(lambda: queue.complete(claim.job_id, claim.token, value))
         object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
         object.__setattr__(result, "finished_at", datetime.now(UTC))
         object.__setattr__(result, "_return_value", value)
@@ -155,6 +171,7 @@ class Worker:
         self._last_beat = 0.0
         self._last_summary = time.monotonic()
         self._signals = 0
+        self._outage = 0
         self._previous_handlers: dict[int, Any] = {}
         # Parking blocks longer than the web-side socket timeout: its own client.
         self._park = new_connection(socket_timeout=None)
@@ -210,7 +227,12 @@ class Worker:
                 if free <= 0 and not self.running:
                     return
             if free > 0:
-                claims = self._claim(free)
+                try:
+                    claims = self._claim(free)
+                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                    self._lost_server(exc)
+                    continue
+                self._outage = 0
                 for queue, claim in claims:
                     future = pool.submit(run_job, queue, claim, self.backend.alias)
                     self.running[claim.job_id] = Running(queue, claim, future)
@@ -229,6 +251,14 @@ class Worker:
                 )
             else:
                 self._park_until_woken()
+
+    def _lost_server(self, exc: Exception) -> None:
+        """Back off (exponentially, with jitter, at most 5 s) and try again; leases of
+        running jobs are extended on the next beat that reaches the server."""
+        self._outage += 1
+        delay = backoff_seconds(self._outage, 0.1, 5.0) + 0.05
+        logger.warning("Valkey unreachable (%s); retrying in %.2fs", exc, delay)
+        self.stopping.wait(delay)
 
     def _claim(self, free: int) -> list[tuple[Queue, Claim]]:
         """Claim up to ``free`` jobs, trying the queues in turn from where we left off."""

@@ -282,3 +282,20 @@ def test_kill_9_mid_job_is_run_by_another_worker_after_the_lease(
     assert row is not None
     assert row["state"] == "done"
     assert row["attempts"] == "2"
+
+
+def test_health_file_is_touched_every_beat(emq: redis.Redis, tmp_path: Path) -> None:
+    health = tmp_path / "alive"
+    burst("--health-file", str(health))
+    assert health.exists()
+
+
+def test_worker_refuses_a_backend_that_is_not_fair_lanes(emq: redis.Redis, settings: Any) -> None:
+    from django.core.management.base import CommandError
+
+    settings.TASKS = {
+        **settings.TASKS,
+        "plain": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"},
+    }
+    with pytest.raises(CommandError, match="not django_emq.backend.FairLanesBackend"):
+        call_command("run_emq_worker", "--backend", "plain", "--burst", verbosity=0)
