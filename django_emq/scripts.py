@@ -90,3 +90,16 @@ class Scripts:
         if len(keys) != numkeys:
             raise ScriptError(f"{name} takes {numkeys} keys, got {len(keys)}")
         return script(keys=list(keys), args=list(args), client=client or self._client)
+
+    def pipelined(self, name: str, keys: Sequence[str], args: Sequence[Any], pipe: Any) -> None:
+        """Queue operation ``name`` on ``pipe`` as a bare EVALSHA.
+
+        Running a :class:`Script` on a pipeline makes redis-py send a
+        ``SCRIPT EXISTS`` round trip before the pipeline; this does not. After a
+        ``SCRIPT FLUSH`` the call's reply is a ``NoScriptError`` (it did not
+        run): the caller runs it again through ``__call__``, which loads it.
+        """
+        numkeys, script = self._scripts[name]
+        if len(keys) != numkeys:
+            raise ScriptError(f"{name} takes {numkeys} keys, got {len(keys)}")
+        pipe.evalsha(script.sha, numkeys, *keys, *args)

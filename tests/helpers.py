@@ -1,0 +1,147 @@
+"""Helpers shared by the engine's behaviour tests: lanes, filling, reading and
+dumping the real server's state, and counting round trips on a real connection."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import redis
+
+from django_emq.ids import lane_id
+from django_emq.queue import Claim, Queue
+
+#: Any dotted path will do: the engine stores it, it never imports it.
+TASK = "tests.tasks.noop"
+#: A lease long enough never to expire during a test.
+LONG_LEASE = 60_000
+
+
+def lane(n: int, brand: str = "USR") -> str:
+    """The lane of producer ``n``."""
+    return lane_id(brand, n)
+
+
+def fill(queue: Queue, lane: str, n: int, start: int = 0) -> list[str]:
+    """Enqueue ``n`` jobs on ``lane`` (args ``[start]``, ``[start + 1]``, ...); their ids."""
+    done = queue.enqueue_many(
+        {"lane": lane, "task_path": TASK, "args": [start + i]} for i in range(n)
+    )
+    return [e.job_id for e in done]
+
+
+def claim_one(queue: Queue, lease_ms: int = LONG_LEASE) -> Claim:
+    """One turn of the ring that must serve exactly one job."""
+    claimed = queue.claim(lease_ms)
+    assert claimed is not None, "the ring was empty"
+    assert len(claimed) == 1, f"expected one job, got {len(claimed)}"
+    return claimed[0]
+
+
+def claim_turn(queue: Queue, lease_ms: int = LONG_LEASE) -> list[Claim]:
+    """One turn of the ring that must serve something."""
+    claimed = queue.claim(lease_ms)
+    assert claimed is not None, "the ring was empty"
+    return claimed
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _texts(values: Any) -> list[str]:
+    return [_text(v) for v in values]
+
+
+def ring(r: redis.Redis, queue: Queue) -> list[str]:
+    """The ring, head first."""
+    return _texts(r.lrange(queue.keys.ring, 0, -1))
+
+
+def on_ring(r: redis.Redis, queue: Queue) -> set[str]:
+    """The on-ring membership set."""
+    return set(_texts(r.smembers(queue.keys.on_ring)))
+
+
+def pending(r: redis.Redis, queue: Queue, lane: str) -> list[str]:
+    """A lane's pending job ids, oldest first."""
+    return _texts(r.zrange(queue.keys.pending(lane), 0, -1))
+
+
+def active(r: redis.Redis, queue: Queue) -> list[str]:
+    """Claimed job ids, earliest deadline first."""
+    return _texts(r.zrange(queue.keys.active, 0, -1))
+
+
+def dump(r: redis.Redis) -> dict[str, tuple[str, Any, bool]]:
+    """Every key of the database with its type and contents (TTLs as has-a-TTL)."""
+    state: dict[str, tuple[str, Any, bool]] = {}
+    for key in _texts(r.keys("*")):
+        kind = _text(r.type(key))
+        contents: Any
+        if kind == "string":
+            contents = r.get(key)
+        elif kind == "list":
+            contents = r.lrange(key, 0, -1)
+        elif kind == "set":
+            contents = sorted(_texts(r.smembers(key)))
+        elif kind == "zset":
+            contents = r.zrange(key, 0, -1, withscores=True)
+        elif kind == "hash":
+            contents = r.hgetall(key)
+        else:
+            raise AssertionError(f"unexpected key type {kind} for {key}")
+        state[key] = (kind, contents, int(r.pttl(key)) > 0)
+    return state
+
+
+def new_client(r: redis.Redis) -> redis.Redis:
+    """Another client (its own connections) on ``r``'s server and database."""
+    kwargs = r.connection_pool.connection_kwargs
+    return redis.Redis(host=kwargs["host"], port=kwargs["port"], db=kwargs.get("db", 0))
+
+
+def server_ms(r: redis.Redis) -> int:
+    """The server clock in milliseconds (the clock leases and schedules use)."""
+    seconds, micros = r.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def sleep_past(r: redis.Redis, deadline_ms: int) -> None:
+    """Sleep until the server clock is past ``deadline_ms``."""
+    while server_ms(r) <= deadline_ms:
+        time.sleep(0.01)
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Poll ``check`` until it holds; fail (not time) the test if it never does."""
+    give_up = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < give_up, "condition never held"
+        time.sleep(0.01)
+
+
+class CountingConnection(redis.Connection):
+    """A real connection that counts the requests it sends (one per round trip)."""
+
+    sent = 0
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        type(self).sent += 1
+        super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
+
+
+@contextmanager
+def counting_client(r: redis.Redis) -> Iterator[tuple[redis.Redis, type[CountingConnection]]]:
+    """A client on ``r``'s server whose round trips are counted by the yielded class."""
+    kwargs = dict(r.connection_pool.connection_kwargs)
+    counter = type("RoundTripCounter", (CountingConnection,), {"sent": 0})
+    pool = redis.ConnectionPool(connection_class=counter, **kwargs)
+    client = redis.Redis(connection_pool=pool)
+    try:
+        yield client, counter
+    finally:
+        client.close()
+        pool.disconnect()
