@@ -55,11 +55,12 @@ def unbase62(text: str) -> int:
     return n
 
 
-def lane_id(brand: str, pk: int) -> str:
+def lane_id(brand: str, pk: int, *, wide: bool = False) -> str:
     """Build the lane id for producer ``pk`` under ``brand``: ``lane_id("USR", 42)``.
 
-    Integer pks up to 2**64 - 1 take 11 digits; larger ones (a UUID's int)
-    take 22, so every lane id of one brand and kind has the same width.
+    Integer pks take 11 digits; ``wide=True`` (UUID keys, as ``lane_for``
+    passes) takes 22 whatever the value, so every lane id of one brand and
+    key kind has the same width and ids sort like their numbers.
     """
     if not isinstance(brand, str) or not BRAND_RE.fullmatch(brand):
         raise ValueError(f"a lane brand is three upper-case letters A-Z, not {brand!r}")
@@ -67,7 +68,7 @@ def lane_id(brand: str, pk: int) -> str:
         raise ValueError(f"a lane number is an int, not {type(pk).__name__}")
     if pk < 0:
         raise ValueError(f"a lane number cannot be negative ({pk})")
-    width = LANE_WIDTH if pk < 62**LANE_WIDTH else WIDE_LANE_WIDTH
+    width = WIDE_LANE_WIDTH if wide or pk >= 62**LANE_WIDTH else LANE_WIDTH
     if pk >= 62**WIDE_LANE_WIDTH:
         raise ValueError(f"{pk} is too large for a lane id")
     return brand + base62(pk, width)

@@ -61,8 +61,8 @@ def lane_for(obj: object) -> str:
         raise ValueError(f"{obj.__class__.__name__} instance is not saved: it has no lane yet")
     pk = obj.pk
     if isinstance(pk, uuid.UUID):
-        number = pk.int
-    elif isinstance(pk, int) and not isinstance(pk, bool):
+        return lane_id(brand_for(obj.__class__), pk.int, wide=True)
+    if isinstance(pk, int) and not isinstance(pk, bool):
         number = pk
     else:
         raise ValueError(

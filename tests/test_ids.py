@@ -207,3 +207,9 @@ def test_minter_borrows_the_next_millisecond_when_its_sequence_runs_out(
     minted = [minter() for _ in range(62**3 + 2)]
     assert all(a < b for a, b in itertools.pairwise(minted))
     assert unbase62(minted[-1][3:11]) == 7_001
+
+
+def test_wide_lane_ids_have_one_width_whatever_the_value() -> None:
+    small, large = lane_id("TEA", 5, wide=True), lane_id("TEA", 2**127, wide=True)
+    assert len(small) == len(large) == 3 + 22
+    assert small < large
