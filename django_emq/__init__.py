@@ -34,11 +34,13 @@ def __getattr__(name: str) -> Any:
 def get_queue(name: str = "default", **options: Any) -> Queue:
     """The engine queue ``name`` on the configured Valkey connection.
 
-    ``connection=`` may be passed to use another client (tests, scripts);
-    other options go to :class:`django_emq.queue.Queue`.
+    Defaults come from the ``EMQ`` settings; ``connection=`` may be passed to
+    use another client (tests, scripts); other options go to
+    :class:`django_emq.queue.Queue`.
     """
+    from .conf import emq_settings
     from .connection import get_connection
     from .queue import Queue
 
     connection = options.pop("connection", None) or get_connection()
-    return Queue(name, connection=connection, **options)
+    return Queue(name, connection=connection, **{**emq_settings().queue_options(), **options})

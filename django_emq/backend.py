@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -116,14 +116,7 @@ class FairLanesBackend(BaseTaskBackend):
         key = (name, id(connection))
         found = self._queues.get(key)
         if found is None:
-            s = emq_settings()
-            found = Queue(
-                name,
-                connection=connection,
-                max_attempts=s.max_attempts,
-                result_ttl=timedelta(seconds=s.result_ttl),
-                max_payload=s.max_payload,
-            )
+            found = Queue(name, connection=connection, **emq_settings().queue_options())
             self._queues = {k: v for k, v in self._queues.items() if k[1] == id(connection)}
             self._queues[key] = found
         return found

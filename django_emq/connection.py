@@ -1,49 +1,166 @@
 """The process's Valkey connection, built lazily from settings.
 
-``EMQ["URL"]`` (or ``EMQ_URL`` in the environment) names the server. One
-thread-safe client (and so one connection pool) per process.
+The server is named by ``EMQ["URL"]``, else the ``EMQ_URL`` environment
+variable. Projects usually read it with django-environ in their settings::
+
+    import environ
+
+    env = environ.Env()
+    EMQ = {"URL": env.str("EMQ_URL", default=None)}
+
+The library itself reads only ``settings.EMQ["URL"]``, then
+``os.environ["EMQ_URL"]``. Accepted schemes: ``redis://``, ``rediss://``,
+``valkey://``, ``valkeys://`` and ``unix://`` (see :mod:`django_emq.url`).
+With no URL and ``DEBUG`` on, or with the URL ``"embedded"``, the embedded
+server of :mod:`django_emq.embedded` is started (or reused).
+
+:func:`get_connection` gives one thread-safe client, so one connection pool,
+per process, rebuilt after a fork. Its socket timeouts are
+``EMQ["ENQUEUE_TIMEOUT"]`` so a web request never waits longer than that on
+the server. Workers take their own client for blocking pops from
+:func:`new_connection`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
+from collections.abc import Mapping
+from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
+from . import embedded
+from .conf import URL_ENV, emq_settings
 from .exceptions import ConfigurationError
+from .url import normalize_url
+
+#: Oldest servers the Lua scripts run on (``LMOVE`` is new in Redis 6.2), by server name.
+MIN_VERSIONS: Mapping[str, tuple[int, ...]] = {"redis": (6, 2), "valkey": (7,)}
+
+_LEADING_DIGITS = re.compile(r"[0-9]+")
 
 _lock = threading.Lock()
 _client: redis.Redis | None = None
+_pid: int | None = None
 
 
-def configured_url() -> str | None:
-    """The URL from ``settings.EMQ["URL"]``, else ``$EMQ_URL``, else ``None``."""
-    from django.conf import settings
+def server_url() -> str:
+    """The URL to connect to, starting the embedded server first if it is the one used."""
+    conf = emq_settings()
+    if conf.embedded:
+        return embedded.ensure_running(conf.embedded_dir)
+    if conf.url is None:
+        raise ConfigurationError(
+            f'no Valkey server configured: set EMQ = {{"URL": ...}} or the {URL_ENV} '
+            'environment variable (or EMQ = {"URL": "embedded"} for the embedded server)'
+        )
+    return conf.url
 
-    emq = getattr(settings, "EMQ", {}) or {}
-    return emq.get("URL") or os.environ.get("EMQ_URL") or None
+
+def build_client(url: str, socket_timeout: float | None, connect_timeout: float) -> redis.Redis:
+    """A new client for ``url`` with its own pool; a failed command is not retried.
+
+    No retry: a retried call could wait twice the timeout, and the caller
+    knows better whether its command may run twice.
+    """
+    client: redis.Redis = redis.Redis.from_url(
+        normalize_url(url),
+        socket_timeout=socket_timeout,
+        socket_connect_timeout=connect_timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+    return client
 
 
 def get_connection() -> redis.Redis:
-    """The shared client for the configured server."""
-    global _client
+    """The process's shared client, built on first use (and again after a fork)."""
+    global _client, _pid
+    client, pid = _client, _pid
+    if client is not None and pid == os.getpid():
+        return client
     with _lock:
-        if _client is None:
-            url = configured_url()
-            if not url:
-                raise ConfigurationError(
-                    "no Valkey URL: set EMQ = {'URL': 'redis://localhost:6379/0'} "
-                    "or the EMQ_URL environment variable"
-                )
-            _client = redis.Redis.from_url(url)
+        if _client is None or _pid != os.getpid():
+            # After a fork the parent's client is dropped, not closed: its
+            # sockets belong to the parent.
+            timeout = emq_settings().enqueue_timeout
+            _client = build_client(server_url(), timeout, timeout)
+            _pid = os.getpid()
         return _client
 
 
+def new_connection(socket_timeout: float | None) -> redis.Redis:
+    """A client of its own (for a worker's blocking pops), not shared, not cached.
+
+    ``socket_timeout`` bounds every read (``None``: wait as long as the
+    command blocks); connecting is bounded by ``EMQ["ENQUEUE_TIMEOUT"]``.
+    The caller closes it.
+    """
+    return build_client(server_url(), socket_timeout, emq_settings().enqueue_timeout)
+
+
 def reset_connection() -> None:
-    """Forget the shared client (settings changed, or after fork)."""
-    global _client
+    """Forget the shared client (settings changed); the next use builds a new one."""
+    global _client, _pid
     with _lock:
-        if _client is not None:
-            _client.close()
-        _client = None
+        client, _client, _pid = _client, None, None
+    if client is not None:
+        client.close()
+
+
+# -- server version -----------------------------------------------------------
+
+
+def parse_version(text: object) -> tuple[int, ...]:
+    """``"7.2.4"`` -> ``(7, 2, 4)``; ``"7.0.0-rc1"`` -> ``(7, 0, 0)``.
+
+    Each dotted part contributes its leading digits; reading stops at the
+    first part that does not start with one.
+    """
+    parts: list[int] = []
+    for part in str(text).split("."):
+        digits = _LEADING_DIGITS.match(part)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
+def version_from_info(info: Mapping[str, Any]) -> tuple[str, tuple[int, ...]]:
+    """(server name, version) from an ``INFO server`` reply.
+
+    Valkey reports ``valkey_version`` (8+) or ``server_name:valkey`` (7.2)
+    next to a Redis-compatible ``redis_version``; Redis only the latter.
+    """
+    if "valkey_version" in info:
+        return "valkey", parse_version(info["valkey_version"])
+    name = "valkey" if str(info.get("server_name", "")).lower() == "valkey" else "redis"
+    return name, parse_version(info.get("redis_version", ""))
+
+
+def unsupported_reason(name: str, version: tuple[int, ...]) -> str | None:
+    """Why ``name`` ``version`` cannot run django-emq, or ``None`` if it can."""
+    minimum = MIN_VERSIONS.get(name, MIN_VERSIONS["redis"])
+    if version >= minimum:
+        return None
+    shown = ".".join(map(str, version)) or "unknown"
+    return (
+        f"{name} {shown} is too old: django-emq needs Valkey >= 7 or Redis >= 6.2 "
+        "(its scripts rotate the ring with LMOVE, new in Redis 6.2)"
+    )
+
+
+def server_version(client: redis.Redis) -> tuple[str, tuple[int, ...]]:
+    """(server name, version) of the server behind ``client``."""
+    info: dict[str, Any] = client.info("server")
+    return version_from_info(info)
+
+
+def require_supported_server(client: redis.Redis) -> None:
+    """Raise ``ConfigurationError`` unless the server is Valkey >= 7 or Redis >= 6.2."""
+    reason = unsupported_reason(*server_version(client))
+    if reason is not None:
+        raise ConfigurationError(reason)

@@ -99,7 +99,9 @@ def lane(target: object) -> Iterator[str]:
         _current_lane.reset(token)
 
 
-def enqueue_for(target: object, task: Task[Any, Any], *args: Any, **kwargs: Any) -> TaskResult[Any, Any]:
+def enqueue_for(
+    target: object, task: Task[Any, Any], *args: Any, **kwargs: Any
+) -> TaskResult[Any, Any]:
     """Enqueue ``task`` on ``target``'s lane (a user, a saved instance or a lane id)."""
     with lane(target):
         return task.enqueue(*args, **kwargs)

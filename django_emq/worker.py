@@ -180,7 +180,10 @@ class Worker:
 
     def install_signal_handlers(self) -> None:
         """First SIGTERM/SIGINT: stop claiming and wind down; second: exit now.
-        The previous handlers come back when :meth:`run` returns."""
+        The previous handlers come back when :meth:`run` returns. Only the main
+        thread can take signals: under ``--reload`` the autoreloader owns them."""
+        if threading.current_thread() is not threading.main_thread():
+            return
         for signum in (signal.SIGTERM, signal.SIGINT):
             self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
 

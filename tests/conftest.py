@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,10 +38,12 @@ def queue(r: redis.Redis) -> Queue:
 
 
 @pytest.fixture
-def emq(r: redis.Redis, settings: Any, valkey_server: ValkeyServer) -> Iterator[redis.Redis]:
-    """Django configured for the test server (fresh database); yields a raw client."""
+def emq(
+    r: redis.Redis, settings: Any, valkey_server: ValkeyServer, monkeypatch: pytest.MonkeyPatch
+) -> redis.Redis:
+    """Django configured for the test server (fresh database); yields a raw client.
+    ``EMQ_URL`` is set too, for the worker processes tests start."""
     url = f"redis://{valkey_server.host}:{valkey_server.port}/0"
     settings.EMQ = {**settings.EMQ, "URL": url}
-    os.environ["EMQ_URL"] = url
-    yield r
-    os.environ.pop("EMQ_URL", None)
+    monkeypatch.setenv("EMQ_URL", url)
+    return r

@@ -1,4 +1,4 @@
-"""Settings for the test suite (the Valkey URL is set by the session fixture)."""
+"""Settings for the test suite (the `emq` fixture points EMQ at the test server)."""
 
 SECRET_KEY = "tests-only-not-secret"
 DEBUG = False
@@ -20,7 +20,7 @@ MIDDLEWARE = [
     "django_emq.lanes.LaneMiddleware",
 ]
 ROOT_URLCONF = "tests.urls"
-# The URL comes from EMQ_URL (worker subprocesses) or from the `emq` fixture.
+# The URL comes from the `emq` fixture (and EMQ_URL, for worker processes).
 EMQ: dict[str, object] = {"RETRY_BACKOFF": 0.0, "BEAT": 0.2}
 TASKS = {
     "default": {

@@ -297,5 +297,22 @@ def test_worker_refuses_a_backend_that_is_not_fair_lanes(emq: redis.Redis, setti
         **settings.TASKS,
         "plain": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"},
     }
-    with pytest.raises(CommandError, match="not django_emq.backend.FairLanesBackend"):
+    with pytest.raises(CommandError, match=r"not django_emq\.backend\.FairLanesBackend"):
         call_command("run_emq_worker", "--backend", "plain", "--burst", verbosity=0)
+
+
+def test_finished_results_expire_after_result_ttl(emq: redis.Redis, settings: Any) -> None:
+    settings.EMQ = {**settings.EMQ, "RESULT_TTL": 120}
+    result = enqueue_for(User.objects.create_user("ada"), tasks.add, 1, 2)
+    burst()
+    ttl_ms = emq.pttl(backend().queue("default").keys.job(result.id))
+    assert 0 < ttl_ms <= 120_000
+
+
+def test_reload_mode_runs_jobs(emq: redis.Redis, processes: list[subprocess.Popen[bytes]]) -> None:
+    p = worker_process("--reload")
+    processes.append(p)
+    backend().queue("default").enqueue(A, "tests.tasks.record", ["reloaded"])
+    wait_for(lambda: runs(emq) == ["reloaded"])
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=20)

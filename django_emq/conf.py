@@ -1,0 +1,295 @@
+"""The ``EMQ`` settings dict, read lazily and cached.
+
+Nothing is read at import time. :func:`emq_settings` reads ``settings.EMQ``
+on first use and caches the result; the cache is cleared when a test (or
+anything else) changes ``EMQ``, ``DEBUG``, ``BASE_DIR`` or ``AUTH_USER_MODEL``
+(see :func:`on_setting_changed`, connected in ``EMQConfig.ready()``).
+
+Invalid values are reported by the system checks (``emq.E002``); using the
+settings while they are invalid raises :class:`ConfigurationError` naming
+every problem. See ``docs/settings.md`` for the reference of every key.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from .exceptions import ConfigurationError
+from .ids import BRAND_RE, JOB_BRAND
+from .url import EMBEDDED, connection_kwargs
+
+#: Every key ``EMQ`` may hold; anything else is reported by ``emq.W001``.
+KNOWN_KEYS: frozenset[str] = frozenset(
+    {
+        "URL",
+        "EMBEDDED_DIR",
+        "LANE_BRANDS",
+        "LEASE",
+        "MAX_ATTEMPTS",
+        "RESULT_TTL",
+        "MAX_PAYLOAD",
+        "RETRY_BACKOFF",
+        "RETRY_BACKOFF_MAX",
+        "BEAT",
+        "ENQUEUE_TIMEOUT",
+        "SHUTDOWN_GRACE",
+    }
+)
+
+#: Defaults of the keys whose default does not depend on other settings.
+DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "LEASE": 30.0,
+        "MAX_ATTEMPTS": 3,
+        "RESULT_TTL": 86400.0,
+        "MAX_PAYLOAD": 1024 * 1024,
+        "RETRY_BACKOFF": 1.0,
+        "RETRY_BACKOFF_MAX": 300.0,
+        "BEAT": 2.0,
+        "ENQUEUE_TIMEOUT": 5.0,
+        "SHUTDOWN_GRACE": 30.0,
+    }
+)
+
+#: Settings whose change clears the cache.
+WATCHED_SETTINGS = frozenset({"EMQ", "DEBUG", "BASE_DIR", "AUTH_USER_MODEL"})
+
+#: The environment variable read when ``EMQ["URL"]`` is not set.
+URL_ENV = "EMQ_URL"
+
+#: The brand of the user model's lanes unless ``LANE_BRANDS`` says otherwise.
+USER_BRAND = "USR"
+
+_MODEL_LABEL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class EMQSettings:
+    """The validated ``EMQ`` settings. Durations are in seconds."""
+
+    #: The server URL (``EMQ["URL"]``, else ``$EMQ_URL``), ``None`` if neither is set.
+    url: str | None
+    #: Whether the embedded server is used: ``URL == "embedded"``, or no URL and DEBUG on.
+    embedded: bool
+    #: Where the embedded server keeps its data, socket, pid file and log.
+    embedded_dir: Path
+    #: Lower-cased model label (``"auth.user"``) -> three-letter lane brand.
+    lane_brands: Mapping[str, str]
+    lease: float
+    max_attempts: int
+    result_ttl: float
+    max_payload: int
+    retry_backoff: float
+    retry_backoff_max: float
+    beat: float
+    enqueue_timeout: float
+    shutdown_grace: float
+
+    def brand_for(self, label: str) -> str | None:
+        """The lane brand of model ``label`` (``model._meta.label``), any case."""
+        return self.lane_brands.get(label.lower())
+
+    def queue_options(self) -> dict[str, Any]:
+        """Keyword arguments for :class:`django_emq.queue.Queue` from these settings."""
+        return {
+            "max_attempts": self.max_attempts,
+            "result_ttl": timedelta(seconds=self.result_ttl),
+            "max_payload": self.max_payload,
+        }
+
+
+@functools.cache
+def emq_settings() -> EMQSettings:
+    """The current settings; ``ConfigurationError`` naming every invalid value."""
+    values, errors = _read()
+    if errors:
+        raise ConfigurationError("invalid EMQ settings: " + "; ".join(errors))
+    return EMQSettings(**values)
+
+
+def clear_cache() -> None:
+    """Forget the cached settings (they are read again on next use)."""
+    emq_settings.cache_clear()
+
+
+def on_setting_changed(*, setting: str, **kwargs: Any) -> None:
+    """``setting_changed`` receiver: drop the cache and the shared connection."""
+    if setting in WATCHED_SETTINGS:
+        clear_cache()
+        from .connection import reset_connection
+
+        reset_connection()
+
+
+def problems() -> list[str]:
+    """Every invalid value in the current settings (empty when all is well)."""
+    return _read()[1]
+
+
+def unknown_keys() -> list[str]:
+    """Keys of ``settings.EMQ`` that django-emq does not know, sorted."""
+    raw = _raw()
+    if not isinstance(raw, Mapping):
+        return []
+    return sorted(str(key) for key in raw if key not in KNOWN_KEYS)
+
+
+# -- reading ------------------------------------------------------------------
+
+
+def _raw() -> object:
+    from django.conf import settings
+
+    return getattr(settings, "EMQ", None) or {}
+
+
+def _read() -> tuple[dict[str, Any], list[str]]:
+    """Parse every key: (field values for :class:`EMQSettings`, error messages)."""
+    from django.conf import settings
+
+    raw = _raw()
+    errors: list[str] = []
+    if not isinstance(raw, Mapping):
+        errors.append(f"EMQ must be a dict, not {type(raw).__name__}")
+        raw = {}
+    values: dict[str, Any] = {}
+
+    def field(key: str, parse: Callable[[Any], Any], default: Any) -> None:
+        try:
+            values[key.lower()] = parse(raw.get(key, default))
+        except ValueError as exc:
+            errors.append(f"EMQ[{key!r}] {exc}")
+            values[key.lower()] = default
+
+    url, url_error = _url(raw.get("URL"))
+    if url_error:
+        errors.append(url_error)
+    values["url"] = url
+    values["embedded"] = url == EMBEDDED or (url is None and bool(settings.DEBUG))
+    field("EMBEDDED_DIR", _path, _default_embedded_dir())
+    user_label = str(getattr(settings, "AUTH_USER_MODEL", "auth.User"))
+    field("LANE_BRANDS", functools.partial(_brands, user_label=user_label), {})
+    field("LEASE", _positive_duration, DEFAULTS["LEASE"])
+    field("MAX_ATTEMPTS", _positive_int, DEFAULTS["MAX_ATTEMPTS"])
+    field("RESULT_TTL", _positive_duration, DEFAULTS["RESULT_TTL"])
+    field("MAX_PAYLOAD", _positive_int, DEFAULTS["MAX_PAYLOAD"])
+    field("RETRY_BACKOFF", _duration, DEFAULTS["RETRY_BACKOFF"])
+    field("RETRY_BACKOFF_MAX", _duration, DEFAULTS["RETRY_BACKOFF_MAX"])
+    field("BEAT", _positive_duration, DEFAULTS["BEAT"])
+    field("ENQUEUE_TIMEOUT", _positive_duration, DEFAULTS["ENQUEUE_TIMEOUT"])
+    field("SHUTDOWN_GRACE", _duration, DEFAULTS["SHUTDOWN_GRACE"])
+    if values["retry_backoff_max"] < values["retry_backoff"]:
+        errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
+    if values["beat"] >= values["lease"]:
+        errors.append(
+            "EMQ['BEAT'] must be shorter than EMQ['LEASE']: the worker extends "
+            "leases every beat, so a longer beat lets running jobs' leases expire"
+        )
+    return values, errors
+
+
+def _url(value: object) -> tuple[str | None, str | None]:
+    """The effective URL and an error message, if it is invalid."""
+    where = "EMQ['URL']"
+    if value is None or value == "":
+        value = os.environ.get(URL_ENV) or None
+        where = f"${URL_ENV}"
+    if value is None:
+        return None, None
+    if not isinstance(value, str):
+        return None, f"{where} must be a string, not {type(value).__name__}"
+    if value == EMBEDDED:
+        return value, None
+    try:
+        connection_kwargs(value)
+    except ValueError as exc:
+        return None, f"{where} is invalid: {exc}"
+    return value, None
+
+
+def _default_embedded_dir() -> Path:
+    from django.conf import settings
+
+    base = getattr(settings, "BASE_DIR", None)
+    return (Path(base) if base else Path.cwd()) / "var" / "emq"
+
+
+def _path(value: object) -> Path:
+    """An absolute path: a relative one is taken from ``BASE_DIR`` (else the cwd).
+
+    Absolute, so every process of the project agrees on it whatever its cwd.
+    """
+    from django.conf import settings
+
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise ValueError(f"must be a path, not {value!r}")
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return path
+    base = getattr(settings, "BASE_DIR", None)
+    return (Path(base) if base else Path.cwd()) / path
+
+
+def _brands(value: object, *, user_label: str) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must be a dict of model label -> brand, not {type(value).__name__}")
+    brands = {user_label.lower(): USER_BRAND}
+    seen: set[str] = set()
+    for label, brand in value.items():
+        if not isinstance(label, str) or not _MODEL_LABEL_RE.fullmatch(label):
+            raise ValueError(f"key {label!r} is not a model label like 'app_label.ModelName'")
+        if label.lower() in seen:
+            raise ValueError(f"names model {label!r} twice")
+        seen.add(label.lower())
+        if not isinstance(brand, str) or not BRAND_RE.fullmatch(brand):
+            raise ValueError(f"brand {brand!r} of {label!r} is not three upper-case letters A-Z")
+        if brand == JOB_BRAND:
+            raise ValueError(f"brand {brand!r} of {label!r} is reserved for job ids")
+        brands[label.lower()] = brand
+    by_brand: dict[str, str] = {}
+    for label, brand in brands.items():
+        if brand in by_brand:
+            raise ValueError(
+                f"gives brand {brand!r} to both {by_brand[brand]!r} and {label!r}: "
+                "two models would share lanes"
+            )
+        by_brand[brand] = label
+    return MappingProxyType(brands)
+
+
+def _seconds(value: object) -> float:
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"must be a number of seconds or a timedelta, not {value!r}")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"must be a finite number of seconds, not {value!r}")
+    return float(value)
+
+
+def _duration(value: object) -> float:
+    seconds = _seconds(value)
+    if seconds < 0:
+        raise ValueError(f"must not be negative, not {value!r}")
+    return seconds
+
+
+def _positive_duration(value: object) -> float:
+    seconds = _seconds(value)
+    if seconds <= 0:
+        raise ValueError(f"must be more than zero seconds, not {value!r}")
+    return seconds
+
+
+def _positive_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"must be a whole number of at least 1, not {value!r}")
+    return value
