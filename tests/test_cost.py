@@ -1,0 +1,224 @@
+"""The hot paths cost the same with 10 lanes as with 20,000: counted, not timed.
+
+Each test runs the same operations on a queue with few lanes and on one with
+many, resetting the server's command statistics (``CONFIG RESETSTAT``) just
+before the measured phase and reading ``INFO commandstats`` after it. Commands
+a Lua script calls are counted there too, so equal per-command call counts
+mean the server did the same work, whatever the number of lanes. No hot path
+may scan the ring: ``LREM`` and ``LPOS`` must never show up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import redis
+
+from django_emq import calls
+from django_emq.ids import lane_id
+from django_emq.queue import Queue
+from django_emq.scripts import sources
+
+from .invariants import check_invariants
+
+FEW, MANY = 10, 20_000
+CYCLES = 200
+LEASE_MS = 60_000
+TASK = "tests.tasks.noop"
+CHUNK = 2_000
+
+#: Commands the hot paths may use: each O(1) or O(log n) on the keys they touch
+#: (``LTRIM`` only trims the capped wake list). Notably absent: LREM, LPOS,
+#: LRANGE, SCAN, KEYS, SMEMBERS, HGETALL.
+HOT_PATH_COMMANDS = {
+    "evalsha",
+    "script|exists",
+    "time",
+    "incr",
+    "lmove",
+    "rpop",
+    "rpush",
+    "ltrim",
+    "sadd",
+    "srem",
+    "sismember",
+    "hget",
+    "hmget",
+    "hset",
+    "hsetnx",
+    "hdel",
+    "hincrby",
+    "zadd",
+    "zrem",
+    "zcard",
+    "zincrby",
+    "zpopmin",
+    "pexpire",
+    "del",
+}
+#: The measuring itself, left out of the comparison.
+MEASURING = {"config|resetstat", "info"}
+
+Counts = dict[str, int]
+
+
+def lanes(n: int, start: int = 0) -> list[str]:
+    return [lane_id("USR", i) for i in range(start, start + n)]
+
+
+def fill(queue: Queue, names: list[str], per_lane: int, served: int | None = None) -> None:
+    """One job on every lane (ring order = ``names`` order), and ``per_lane`` on the
+    first ``served`` lanes: the only ones the measured claims reach (all by default)."""
+    deep = names[: len(names) if served is None else served]
+    jobs = [{"lane": lane, "task_path": TASK} for lane in names]
+    jobs += [{"lane": lane, "task_path": TASK} for _ in range(per_lane - 1) for lane in deep]
+    for i in range(0, len(jobs), CHUNK):
+        queue.enqueue_many(jobs[i : i + CHUNK])
+
+
+def pipelined(queue: Queue, built: Iterable[calls.Call]) -> None:
+    """Run many lane-control calls in one round trip (setup only, never measured)."""
+    pipe = queue.connection.pipeline(transaction=False)
+    for call in built:
+        queue._run(call, pipe)
+    pipe.execute()
+
+
+def measure(r: redis.Redis, work: Callable[[], Any]) -> Counts:
+    """Per-command call counts of ``work`` (commands run inside scripts included)."""
+    r.config_resetstat()
+    work()
+    stats: dict[str, dict[str, Any]] = r.info("commandstats")
+    return {
+        name.removeprefix("cmdstat_"): int(entry["calls"])
+        for name, entry in stats.items()
+        if name.removeprefix("cmdstat_") not in MEASURING
+    }
+
+
+def claim_complete(queue: Queue, cycles: int, turns: int = 1) -> Callable[[], None]:
+    def work() -> None:
+        for _ in range(cycles):
+            claims = queue.claim(LEASE_MS, turns=turns, worker_id="w:1")
+            assert claims is not None
+            for c in claims:
+                queue.complete(c.job_id, c.token)
+
+    return work
+
+
+def load_scripts(r: redis.Redis) -> None:
+    """Load every script up front: a first call's NOSCRIPT retry is not the engine's cost."""
+    for src in sources().values():
+        r.script_load(src.source)
+
+
+def assert_same_work(few: Counts, many: Counts) -> None:
+    assert few == many, "\n".join(
+        f"{name}: {few.get(name, 0)} with {FEW} lanes, {many.get(name, 0)} with {MANY}"
+        for name in sorted(set(few) | set(many))
+        if few.get(name, 0) != many.get(name, 0)
+    )
+    assert "lrem" not in many, "a hot path scanned the ring with LREM"
+    assert "lpos" not in many, "a hot path scanned the ring with LPOS"
+    assert set(many) <= HOT_PATH_COMMANDS, f"unexpected commands {set(many) - HOT_PATH_COMMANDS}"
+
+
+def run_both(r: redis.Redis, scenario: Callable[[Queue, int], Callable[[], None]]) -> Counts:
+    """Build the scenario with FEW and with MANY lanes, measure both, compare."""
+    results = []
+    for n in (FEW, MANY):
+        r.flushall()
+        queue = Queue("q", connection=r)
+        work = scenario(queue, n)
+        load_scripts(r)
+        results.append(measure(r, work))
+        if n == FEW:  # reading 20,000 lanes key by key would dominate the suite
+            check_invariants(queue)
+    assert_same_work(*results)
+    return results[1]
+
+
+@pytest.mark.parametrize("turns", [1, 3])
+def test_claim_and_complete_cost_the_same_with_20000_lanes(r: redis.Redis, turns: int) -> None:
+    """Deep lanes (none empties while measured): rotate, pop, lease, finish."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        fill(queue, lanes(n), max(2, CYCLES * turns // n + 2), served=CYCLES * turns)
+        return claim_complete(queue, CYCLES, turns)
+
+    counts = run_both(r, scenario)
+    assert counts["evalsha"] == CYCLES + CYCLES * turns
+    assert counts["lmove"] == CYCLES * turns
+    assert "rpop" not in counts  # no lane left the ring
+
+
+def test_a_lane_leaving_the_ring_costs_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """Every claim empties its lane, which leaves the ring from the tail (RPOP)."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        fill(queue, lanes(n), 1)
+        return claim_complete(queue, FEW)
+
+    counts = run_both(r, scenario)
+    assert counts["rpop"] == FEW
+    assert counts["lmove"] == FEW
+
+
+def test_ceiling_leave_and_rejoin_cost_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """Lanes at ceiling 1: each claim takes its lane off the ring, each complete puts
+    it back at the tail."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        pipelined(queue, (calls.set_limit(queue.keys, lane, 1) for lane in names))
+        fill(queue, names, max(2, CYCLES // n + 2), served=CYCLES)
+        return claim_complete(queue, CYCLES)
+
+    counts = run_both(r, scenario)
+    assert counts["rpop"] == CYCLES  # left the ring at its ceiling
+    assert counts["sadd"] == CYCLES  # and came back on complete
+
+
+def test_weighted_claims_cost_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """Lanes of weight 3 serve three jobs per turn."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        pipelined(queue, (calls.set_weight(queue.keys, lane, 3) for lane in names))
+        fill(queue, names, max(4, 3 * CYCLES // n + 2), served=CYCLES)
+        return claim_complete(queue, CYCLES)
+
+    counts = run_both(r, scenario)
+    assert counts["zpopmin"] == CYCLES
+    assert counts["evalsha"] == CYCLES + 3 * CYCLES
+
+
+def test_enqueue_costs_the_same_per_job_with_20000_lanes(r: redis.Redis) -> None:
+    """Onto lanes already on the ring, onto new lanes, and deferred."""
+    soon = datetime.now(UTC) + timedelta(hours=1)
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        fill(queue, lanes(n), 1)
+        existing = lanes(FEW)
+        fresh = lanes(CYCLES, start=MANY + 1)
+        jobs: list[dict[str, Any]] = [
+            {"lane": existing[i % FEW], "task_path": TASK} for i in range(CYCLES)
+        ]
+        jobs += [{"lane": lane, "task_path": TASK} for lane in fresh]
+        jobs += [{"lane": lane, "task_path": TASK, "run_after": soon} for lane in existing]
+
+        def work() -> None:
+            queue.enqueue_many(jobs[: 2 * CYCLES])
+            for job in jobs[2 * CYCLES :]:
+                queue.enqueue(**job)
+
+        return work
+
+    counts = run_both(r, scenario)
+    assert counts["evalsha"] == 2 * CYCLES + FEW
+    assert counts["rpush"] > 0  # new lanes joined the ring ...
+    assert "lpos" not in counts  # ... without looking for themselves in it
