@@ -57,7 +57,7 @@ def enqueue(
     return Call("enqueue", keys, args)
 
 
-def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str) -> Call:
+def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int) -> Call:
     keys = [
         k.ring,
         k.on_ring,
@@ -69,7 +69,7 @@ def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str) -> Call:
         k.depths,
         k.stats,
     ]
-    return Call("claim", keys, [k.prefix, lease_ms, turns, worker])
+    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit])
 
 
 def complete(k: QueueKeys, job_id: str, token: int, result_json: str, ttl_ms: int) -> Call:

@@ -253,20 +253,28 @@ class Queue:
     # -- the worker's side ---------------------------------------------------
 
     def claim(
-        self, lease_ms: int, *, turns: int = 1, worker_id: str | None = None
+        self,
+        lease_ms: int,
+        *,
+        turns: int = 1,
+        worker_id: str | None = None,
+        max_jobs: int | None = None,
     ) -> list[Claim] | None:
         """Take the next turn(s) of the ring; ``None`` when no lane is serviceable.
 
         One turn serves the lane the ring lands on: one job, or up to its
         weight. ``turns > 1`` takes that many consecutive turns in one round
         trip (the rotation order is the same as that many single claims).
+        ``max_jobs`` caps the jobs returned in all (a worker passes its free
+        slots); a weighted turn cut short by it just serves fewer jobs.
         """
         _positive_int("lease_ms", lease_ms)
         _positive_int("turns", turns, MAX_WEIGHT)
+        limit = turns * MAX_WEIGHT if max_jobs is None else _positive_int("max_jobs", max_jobs)
         worker = worker_id or default_worker_id()
         if not WORKER_ID_RE.fullmatch(worker):
             raise ValueError(f"{worker!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
-        flat = self._run(calls.claim(self.keys, lease_ms, turns, worker))
+        flat = self._run(calls.claim(self.keys, lease_ms, turns, worker, limit))
         if not flat:
             return None
         return [

@@ -267,7 +267,7 @@ class Worker:
         """Claim up to ``free`` jobs, trying the queues in turn from where we left off."""
         for step in range(len(self.queues)):
             queue = self.queues[(self._next_queue + step) % len(self.queues)]
-            claims = queue.claim(self.lease_ms, turns=free, worker_id=self.worker_id)
+            claims = queue.claim(self.lease_ms, turns=free, worker_id=self.worker_id, max_jobs=free)
             if claims:
                 self._next_queue = (self._next_queue + step + 1) % len(self.queues)
                 return [(queue, c) for c in claims]

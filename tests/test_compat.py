@@ -252,7 +252,7 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
     job, lane = "JOB0000000000000000a", lane_id("USR", 7)
     return {
         "enqueue": calls.enqueue(k, job, lane, TASK, "[]", "{}", 3, 0, ""),
-        "claim": calls.claim(k, 1000, 2, "w:1"),
+        "claim": calls.claim(k, 1000, 2, "w:1", 10),
         "complete": calls.complete(k, job, 1, "null", 1000),
         "retry": calls.retry(k, job, 1, "boom", 0, dead=False),
         "extend": calls.extend(k, job, 1, 1000),

@@ -207,3 +207,15 @@ def test_weight_one_is_the_default(r: redis.Redis, queue: Queue) -> None:
     assert queue.lane(lane(1)).weight == 1
     assert r.exists(queue.keys.weights) == 0
     assert len(claim_turn(queue)) == 1
+
+
+def test_max_jobs_cuts_a_weighted_turn_short(queue: Queue) -> None:
+    a = lane(1)
+    queue.enqueue_many([{"lane": a, "task_path": TASK, "args": [i]} for i in range(5)])
+    queue.set_weight(a, 4)
+    first = queue.claim(1000, max_jobs=2)
+    assert first is not None
+    assert [c.args for c in first] == [[0], [1]]
+    second = queue.claim(1000, turns=3, max_jobs=10)
+    assert second is not None
+    assert [c.args for c in second] == [[2], [3], [4]]

@@ -19,6 +19,7 @@
   ARGV[2]  lease_ms  lease length; the deadline is server time + lease_ms
   ARGV[3]  turns     how many turns of the ring this call may take (>= 1)
   ARGV[4]  worker    the claiming worker's id (recorded on the job)
+  ARGV[5]  limit     at most this many jobs in all (a weighted turn is cut short)
 
   Returns a flat array, 10 entries per claimed job:
     id, lane, token, task, args, kwargs, enqueued_ms, deadline_ms,
@@ -34,17 +35,21 @@ local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   stats = KEYS[9]}
 local prefix, worker = ARGV[1], ARGV[4]
 local turns = tonumber(ARGV[3])
+local limit = tonumber(ARGV[5])
+local claimed = 0
 local now = nowMs()
 local deadline = now + tonumber(ARGV[2])
 local out = {}
 
 for _ = 1, turns do
+  if claimed >= limit then break end
   local lane = redis.call('LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
   if not lane then break end
   local pendingKey = laneKey(prefix, lane)
   local depth = redis.call('ZCARD', pendingKey)
   local k = tonumber(redis.call('HGET', Q.weights, lane) or '1')
   if depth < k then k = depth end
+  if limit - claimed < k then k = limit - claimed end
   local ceiling = redis.call('HGET', Q.ceilings, lane)
   local inflight = tonumber(redis.call('HGET', Q.inflight, lane) or '0')
   if ceiling and tonumber(ceiling) - inflight < k then k = tonumber(ceiling) - inflight end
@@ -67,6 +72,7 @@ for _ = 1, turns do
       out[n + 9] = workers; out[n + 10] = row[6]
     end
     k = #popped / 2
+    claimed = claimed + k
     removedPending(Q, lane, k)
     redis.call('HINCRBY', Q.inflight, lane, k)
     depth = depth - k
