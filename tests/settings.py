@@ -10,7 +10,9 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.admin",
+    "django.contrib.staticfiles",  # the admin's CSS, served by live_server
     "django_emq",
+    "example_project.game",  # the example project's app, for tests/test_example_*.py
 ]
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
 MIDDLEWARE = [
@@ -20,6 +22,7 @@ MIDDLEWARE = [
     "django_emq.lanes.LaneMiddleware",
 ]
 ROOT_URLCONF = "tests.urls"
+STATIC_URL = "static/"
 # The URL comes from the `emq` fixture (and EMQ_URL, for worker processes).
 EMQ: dict[str, object] = {"RETRY_BACKOFF": 0.0, "BEAT": 0.2}
 TASKS = {

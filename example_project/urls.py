@@ -1,0 +1,12 @@
+"""URLs of the example site: the game at the root, sign-in, and the admin."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("example_project.game.urls")),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/", admin.site.urls),
+]
