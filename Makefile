@@ -14,7 +14,7 @@ STAMP      := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 DEMO_ARGS  ?=
 
-.PHONY: demo test lint typecheck pytest docs docs-serve bench clean
+.PHONY: browser demo test lint typecheck pytest docs docs-serve bench clean
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 needed: none of python3, python3.13, python3.12 is (pyenv reads .python-version)"; exit 1; }
@@ -43,7 +43,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy django_emq tests bench example_project manage.py
 
-pytest: $(STAMP)
+browser:
+	sh scripts/ensure-chromium.sh
+
+pytest: $(STAMP) browser
 	$(BIN)/pytest
 
 docs: $(STAMP)

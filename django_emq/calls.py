@@ -137,6 +137,7 @@ def reap(k: QueueKeys, limit: int) -> Call:
         k.depths,
         k.stats,
         k.wake,
+        k.dead,
     ]
     return Call("reap", keys, [k.prefix, limit])
 
@@ -189,3 +190,22 @@ def move(k: QueueKeys, job_id: str, to_lane: str) -> Call:
         k.pending(to_lane),
     ]
     return Call("move", keys, [k.prefix, job_id, to_lane])
+
+
+def retry_dead(k: QueueKeys, lane: str, limit: int, job_ids: list[str]) -> Call:
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.dead,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.depths,
+        k.stats,
+        k.wake,
+    ]
+    return Call("retry_dead", keys, [k.prefix, lane, limit, *job_ids])
+
+
+def delete_dead(k: QueueKeys, lane: str, limit: int, job_ids: list[str]) -> Call:
+    return Call("delete_dead", [k.dead], [k.prefix, lane, limit, *job_ids])

@@ -103,6 +103,14 @@ class QueueKeys:
         """Sorted set: lane's pending job ids scored by mint order."""
         return self._k(f"g:{validate_lane(lane)}:pending")
 
+    def lane_active(self, lane: str) -> str:
+        """Sorted set: lane's claimed job ids scored by claim time (server ms)."""
+        return self._k(f"g:{validate_lane(lane)}:active")
+
+    def lane_dead(self, lane: str) -> str:
+        """Sorted set: lane's dead job ids scored by time of death (ms)."""
+        return self._k(f"g:{validate_lane(lane)}:dead")
+
     def job(self, job_id: str) -> str:
         """Hash: one job row."""
         return self._k(f"job:{validate_job_id(job_id)}")

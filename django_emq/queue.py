@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -63,6 +63,9 @@ class Claim:
     deadline_ms: int
     worker_ids: tuple[str, ...] = ()
     started_ms: int = 0
+    #: Why the job cannot run (its row is corrupt: a field missing or unreadable);
+    #: ``None`` for a sound job. A worker makes such a job dead at once.
+    defect: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,15 +195,14 @@ class Queue:
 
         An existing ``job_id`` answers ``duplicate=True`` and changes nothing.
         Raises ``ValueError``/``InvalidArguments`` for bad input and
-        ``EnqueueError`` when the server cannot be reached.
+        ``EnqueueError`` when the server cannot be reached or refuses the write
+        (out of memory, a read-only replica, an ACL that forbids it).
         """
         call = self._prepare(lane, task_path, args, kwargs, job_id, run_after, max_attempts, meta)
         try:
             reply = self._run(call)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise EnqueueError(
-                f"could not reach Valkey to enqueue on {self.name!r}: {exc}"
-            ) from exc
+        except redis.RedisError as exc:
+            raise self._enqueue_error(exc) from exc
         return Enqueued(str(call.args[0]), _text(reply[1]), reply[0] == 0)
 
     def enqueue_many(self, jobs: Iterable[Mapping[str, Any]]) -> list[Enqueued]:
@@ -238,17 +240,24 @@ class Queue:
                     self._run(prepared[i], again)
                 for i, reply in zip(missing, again.execute(), strict=True):
                     replies[i] = reply
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise EnqueueError(
-                f"could not reach Valkey to enqueue on {self.name!r}: {exc}"
-            ) from exc
+        except redis.RedisError as exc:
+            raise self._enqueue_error(exc) from exc
         for reply in replies:
+            if isinstance(reply, redis.RedisError):
+                # Jobs before it in the batch may be admitted: retrying the batch
+                # under the same job ids admits each job once.
+                raise self._enqueue_error(reply) from reply
             if isinstance(reply, Exception):
                 raise reply
         return [
             Enqueued(str(call.args[0]), _text(reply[1]), reply[0] == 0)
             for call, reply in zip(prepared, replies, strict=True)
         ]
+
+    def _enqueue_error(self, exc: redis.RedisError) -> EnqueueError:
+        if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+            return EnqueueError(f"could not reach Valkey to enqueue on {self.name!r}: {exc}")
+        return EnqueueError(f"Valkey refused to enqueue on {self.name!r}: {exc}")
 
     # -- the worker's side ---------------------------------------------------
 
@@ -277,21 +286,7 @@ class Queue:
         flat = self._run(calls.claim(self.keys, lease_ms, turns, worker, limit))
         if not flat:
             return None
-        return [
-            Claim(
-                job_id=_text(flat[i]),
-                lane=_text(flat[i + 1]),
-                token=int(flat[i + 2]),
-                task_path=_text(flat[i + 3]),
-                args=decode(flat[i + 4]) or [],
-                kwargs=decode(flat[i + 5]) or {},
-                enqueued_ms=int(flat[i + 6]),
-                deadline_ms=int(flat[i + 7]),
-                worker_ids=tuple(_text(flat[i + 8]).split(",")),
-                started_ms=int(flat[i + 9]),
-            )
-            for i in range(0, len(flat), CLAIM_STRIDE)
-        ]
+        return [_claim(flat[i : i + CLAIM_STRIDE]) for i in range(0, len(flat), CLAIM_STRIDE)]
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
         """Record success; raises ``StaleToken`` if the lease moved on (nothing changes)."""
@@ -326,7 +321,11 @@ class Queue:
         check_code(self._run(calls.release(self.keys, job_id, token)), job_id)
 
     def reap(self) -> list[str]:
-        """Return every job whose lease expired to its lane; returns their ids."""
+        """Return every job whose lease expired to its lane; returns their ids.
+
+        A job whose lease has expired as many times as its max attempts (its
+        worker died or froze every time) is dead instead, with a
+        ``LeaseExpired`` error: a poison job does not come back forever."""
         reaped: list[str] = []
         while True:
             batch = [_text(i) for i in self._run(calls.reap(self.keys, BATCH))]
@@ -387,6 +386,44 @@ class Queue:
         check_code(reply, job_id)
         return bool(reply)
 
+    # -- dead jobs ----------------------------------------------------------
+
+    def retry_dead(self, job_ids: Iterable[str] | None = None, *, lane: str | None = None) -> int:
+        """Send dead jobs back to their lanes at their mint place, failures reset.
+
+        ``job_ids`` names them (only those of ``lane`` when a lane is given);
+        ``job_ids=None`` with a lane takes every dead job of the lane. Ids that
+        are not dead jobs are skipped. Returns how many were retried.
+        """
+        return self._dead(calls.retry_dead, job_ids, lane)
+
+    def delete_dead(self, job_ids: Iterable[str] | None = None, *, lane: str | None = None) -> int:
+        """Delete dead jobs, rows included; chosen as :meth:`retry_dead` chooses them.
+        Returns how many were deleted."""
+        return self._dead(calls.delete_dead, job_ids, lane)
+
+    def _dead(
+        self,
+        build: Callable[[QueueKeys, str, int, list[str]], calls.Call],
+        job_ids: Iterable[str] | None,
+        lane: str | None,
+    ) -> int:
+        lane_arg = "" if lane is None else validate_lane(lane)
+        total = 0
+        if job_ids is None:
+            if lane is None:
+                raise ValueError("name the dead jobs: give job ids, a lane, or both")
+            while True:  # batches, so a lane with many dead jobs never blocks the server
+                done, remaining = self._run(build(self.keys, lane_arg, BATCH, []))
+                total += int(done)
+                if int(remaining) == 0 or int(done) == 0:
+                    return total
+        ids = [validate_job_id(job_id) for job_id in job_ids]
+        for i in range(0, len(ids), BATCH):
+            done, _ = self._run(build(self.keys, lane_arg, BATCH, ids[i : i + BATCH]))
+            total += int(done)
+        return total
+
     # -- observability --------------------------------------------------------
 
     def depth(self, lane: str) -> int:
@@ -418,6 +455,14 @@ class Queue:
         """One lane's depth, in-flight count and settings."""
         return self._describe([(validate_lane(lane), self.depth(lane))])[0]
 
+    def lanes_named(self, names: Sequence[str]) -> list[LaneInfo]:
+        """The named lanes in the order given, empty ones too (two round trips)."""
+        names = [validate_lane(lane) for lane in names]
+        if not names:
+            return []
+        depths = self.connection.zmscore(self.keys.depths, names)
+        return self._describe([(lane, _int(d)) for lane, d in zip(names, depths, strict=True)])
+
     def _describe(self, ranked: list[tuple[str, int]]) -> list[LaneInfo]:
         if not ranked:
             return []
@@ -448,3 +493,46 @@ class Queue:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _lenient_int(value: Any) -> int:
+    """A timestamp kept on a row; 0 when it is missing or unreadable."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _claim(entry: Sequence[Any]) -> Claim:
+    """One job of the claim script's reply. A row edited by hand may lack fields
+    or hold unreadable ones: the claim then names its ``defect`` instead of
+    raising, so one corrupt row cannot take the worker down."""
+    job_id, lane, token, task, args, kwargs, enqueued, deadline, workers, started = entry
+    problems = []
+    if task is None or not _text(task):
+        problems.append("no task path")
+    try:
+        args = decode(args)
+    except ValueError:
+        problems.append("args are not JSON")
+    try:
+        kwargs = decode(kwargs)
+    except ValueError:
+        problems.append("kwargs are not JSON")
+    if not isinstance(args, list | None):
+        problems.append(f"args are a JSON {type(args).__name__}, not a list")
+    if not isinstance(kwargs, dict | None):
+        problems.append(f"kwargs are a JSON {type(kwargs).__name__}, not an object")
+    return Claim(
+        job_id=_text(job_id),
+        lane=_text(lane),
+        token=int(token),
+        task_path="" if task is None else _text(task),
+        args=args if isinstance(args, list) else [],
+        kwargs=kwargs if isinstance(kwargs, dict) else {},
+        enqueued_ms=_lenient_int(enqueued),
+        deadline_ms=int(deadline),
+        worker_ids=tuple(_text(workers).split(",")),
+        started_ms=_lenient_int(started),
+        defect=f"corrupt job row: {'; '.join(problems)}" if problems else None,
+    )

@@ -4,8 +4,8 @@
 structural invariants every script must keep: the ring holds exactly the
 serviceable lanes, once each; the on-ring set mirrors it; the in-flight
 counts, the depth index and the pending total agree with the lanes and the
-active set; and every job id sits in exactly the one place its row's state
-says.
+active set; each lane's active and dead sets mirror the queue-wide ones; and
+every job id sits in exactly the one place its row's state says.
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ class Snapshot:
     ceilings: dict[str, int] = field(default_factory=dict)
     weights: dict[str, int] = field(default_factory=dict)
     inflight: dict[str, int] = field(default_factory=dict)
+    lane_active: dict[str, dict[str, int]] = field(default_factory=dict)
+    lane_dead: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def state(self, job_id: str) -> str | None:
         """The job's row state, or ``None`` when it has no row."""
@@ -94,6 +96,8 @@ def check_invariants(queue: Queue) -> Snapshot:
 
     snap = Snapshot()
     lane_keys: dict[str, str] = {}
+    lane_active_keys: dict[str, str] = {}
+    lane_dead_keys: dict[str, str] = {}
     job_keys: dict[str, str] = {}
     for raw in r.scan_iter(match=_glob_escape(prefix) + "*", count=1000):
         key = text(raw)
@@ -106,6 +110,11 @@ def check_invariants(queue: Queue) -> Snapshot:
             lane = validate_lane(rest[2 : -len(":pending")])
             assert text(r.type(key)) == "zset", f"{key} is not a sorted set"
             lane_keys[lane] = key
+        elif rest.startswith("g:") and rest.endswith((":active", ":dead")):
+            lane, _, kind = rest[2:].rpartition(":")
+            validate_lane(lane)
+            assert text(r.type(key)) == "zset", f"{key} is not a sorted set"
+            (lane_active_keys if kind == "active" else lane_dead_keys)[lane] = key
         elif rest.startswith("job:"):
             job_id = validate_job_id(rest[4:])
             assert text(r.type(key)) == "hash", f"{key} is not a hash"
@@ -126,6 +135,8 @@ def check_invariants(queue: Queue) -> Snapshot:
     snap.schedule = _zset(r, k.schedule)
     snap.dead = _zset(r, k.dead)
     lane_scores = {lane: _zset(r, key) for lane, key in lane_keys.items()}
+    snap.lane_active = {lane: _zset(r, key) for lane, key in lane_active_keys.items()}
+    snap.lane_dead = {lane: _zset(r, key) for lane, key in lane_dead_keys.items()}
     snap.lanes = {
         lane: [m for m, _ in sorted(scores.items(), key=lambda item: (item[1], item[0]))]
         for lane, scores in lane_scores.items()
@@ -172,6 +183,28 @@ def check_invariants(queue: Queue) -> Snapshot:
     assert snap.inflight == dict(active_per_lane), (
         f"inflight {snap.inflight} differs from the active jobs per lane {dict(active_per_lane)}"
     )
+
+    # -- each lane's active and dead sets mirror the queue-wide ones -------
+    for name, per_lane, whole in (
+        ("active", snap.lane_active, snap.active),
+        ("dead", snap.lane_dead, snap.dead),
+    ):
+        by_lane: dict[str, set[str]] = {}
+        for job_id in whole:
+            if job_id in snap.jobs:
+                by_lane.setdefault(snap.jobs[job_id]["group"], set()).add(job_id)
+        held = {lane: set(scores) for lane, scores in per_lane.items()}
+        assert held == by_lane, f"lanes' {name} sets {held} differ from {name} {by_lane}"
+    for lane, scores in snap.lane_active.items():
+        for job_id, score in scores.items():
+            assert score == int(snap.jobs[job_id]["claimed"]), (
+                f"active job {job_id} of lane {lane}: score {score} is not its claim time"
+            )
+    for lane, scores in snap.lane_dead.items():
+        for job_id, score in scores.items():
+            assert score == snap.dead[job_id], (
+                f"dead job {job_id} of lane {lane}: score {score} is not its time of death"
+            )
 
     # -- depth index and pending total ------------------------------------
     real_depths = {lane: len(members) for lane, members in snap.lanes.items()}

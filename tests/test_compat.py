@@ -182,7 +182,11 @@ def workload(queue: Queue) -> set[str]:
     assert use("totals")().pending > 0
     assert use("lanes")(top=10)
     assert use("lane")(A).weight == 2
+    assert [info.lane for info in use("lanes_named")([C, A])] == [C, A]
     assert use("job")(first.job_id) is not None
+
+    assert use("retry_dead")([three.job_id], lane=three.lane) == 1
+    assert use("delete_dead")(lane=three.lane) == 0
     return called
 
 
@@ -264,6 +268,8 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "set_weight": calls.set_weight(k, lane, 2),
         "drain": calls.drain(k, lane, 10),
         "move": calls.move(k, job, lane_id("USR", 8)),
+        "retry_dead": calls.retry_dead(k, lane, 10, [job]),
+        "delete_dead": calls.delete_dead(k, "", 10, [job]),
     }
 
 

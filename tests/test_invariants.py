@@ -3,8 +3,9 @@
 A hypothesis state machine drives one queue on the real Valkey server through
 enqueues (immediate and deferred), claims of 1..3 turns with short and long
 leases, completes, retries, failures, extensions, releases, reaps, promotions,
-pauses, ceilings, weights, drains, moves and operations with stale fencing
-tokens; :func:`tests.invariants.check_invariants` runs after every step.
+pauses, ceilings, weights, drains, moves, retries and deletions of dead jobs
+and operations with stale fencing tokens;
+:func:`tests.invariants.check_invariants` runs after every step.
 
 Hypothesis needs every run of a rule sequence to behave the same, so nothing
 here hangs on how fast the machine is: a short lease (1 ms) or back-off (1 ms)
@@ -274,7 +275,12 @@ class QueueMachine(RuleBasedStateMachine):
         assert set(reaped) == self.expiring, "reap returns exactly the expired leases"
         for job_id in reaped:
             self._drop(job_id)
-            assert self._state(job_id) == "pending"
+            row = self.queue.job(job_id)
+            assert row is not None
+            # Out of lease expiries (as many as its max attempts): dead, not returned.
+            buried = int(row["expiries"]) >= int(row["max"])
+            assert row["state"] == ("dead" if buried else "pending")
+            event("reap", "buried" if buried else "returned")
         event("reap", "returned jobs" if reaped else "nothing expired")
 
     @rule()
@@ -365,6 +371,40 @@ class QueueMachine(RuleBasedStateMachine):
                 self.queue.move(job_id, lane)
             assert self.queue.job(job_id) == row
 
+    # -- dead jobs ------------------------------------------------------------
+
+    def _dead(self) -> dict[str, str]:
+        """Dead job id -> its lane."""
+        ids = [text(m) for m in self.client.zrange(self.queue.keys.dead, 0, -1)]
+        return {i: (self.queue.job(i) or {}).get("group", "") for i in ids}
+
+    @precondition(lambda self: self.client.zcard(self.queue.keys.dead) > 0)
+    @rule(data=st.data(), retry=st.booleans(), scope=st.sampled_from(["ids", "lane", "lane ids"]))
+    def retry_or_delete_dead(self, data: st.DataObject, retry: bool, scope: str) -> None:
+        """Named ids (some not dead, some of another lane), or every dead job of a lane."""
+        dead = self._dead()
+        lane = (
+            None
+            if scope == "ids"
+            else data.draw(st.sampled_from(sorted({*dead.values(), LANES[0]})))
+        )
+        picked: list[str] | None = None
+        expected = [i for i, group in dead.items() if group == lane]
+        if scope != "lane":
+            pool = sorted(set(dead) | set(self.known[:3]))
+            picked = data.draw(st.lists(st.sampled_from(pool), min_size=1, unique=True))
+            expected = [i for i in picked if i in dead and lane in (None, dead[i])]
+        event("dead jobs", f"{'retry' if retry else 'delete'} by {scope}: {len(expected)}")
+        if retry:
+            assert self.queue.retry_dead(picked, lane=lane) == len(expected)
+            for job_id in expected:
+                row = self.queue.job(job_id)
+                assert row is not None
+                assert (row["state"], row["fails"]) == ("pending", "0")
+        else:
+            assert self.queue.delete_dead(picked, lane=lane) == len(expected)
+            assert all(self.queue.job(job_id) is None for job_id in expected)
+
     # -- after every step ---------------------------------------------------
 
     @invariant()
@@ -418,6 +458,8 @@ CORRUPTIONS: dict[str, Any] = {
     "paused lane on the ring": lambda q, a, p: q.connection.sadd(q.keys.paused, B),
     "onring differs": lambda q, a, p: q.connection.srem(q.keys.on_ring, B),
     "in-flight count off": lambda q, a, p: q.connection.hincrby(q.keys.inflight, A, 1),
+    "lane's active set off": lambda q, a, p: q.connection.zrem(q.keys.lane_active(A), a),
+    "lane's dead set off": lambda q, a, p: q.connection.zadd(q.keys.lane_dead(A), {a: 1}),
     "zero in-flight field": lambda q, a, p: q.connection.hset(q.keys.inflight, B, 0),
     "depth index off": lambda q, a, p: q.connection.zincrby(q.keys.depths, 1, A),
     "pending total off": lambda q, a, p: q.connection.hincrby(q.keys.stats, "pending", 1),

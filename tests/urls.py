@@ -1,7 +1,9 @@
-"""URLs for the middleware test: a view that enqueues with a plain task.enqueue()."""
+"""URLs for the tests: a view that enqueues with a plain task.enqueue() (the
+middleware test), and the admin (the lane view's tests)."""
 
 from __future__ import annotations
 
+from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 
@@ -13,4 +15,4 @@ def enqueue_view(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"id": result.id})
 
 
-urlpatterns = [path("enqueue/", enqueue_view)]
+urlpatterns = [path("enqueue/", enqueue_view), path("admin/", admin.site.urls)]

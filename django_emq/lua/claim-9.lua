@@ -13,7 +13,8 @@
   KEYS[7]  inflight  hash   lane -> jobs in flight
   KEYS[8]  depths    zset   lane -> pending depth
   KEYS[9]  stats     hash   queue counters
-  derived: <prefix>g:<lane>:pending (zset) and <prefix>job:<id> (hash)
+  derived: <prefix>g:<lane>:pending and <prefix>g:<lane>:active (zsets; the
+           latter holds the lane's claimed ids by claim time), <prefix>job:<id> (hash)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  lease_ms  lease length; the deadline is server time + lease_ms
@@ -46,6 +47,7 @@ for _ = 1, turns do
   local lane = redis.call('LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
   if not lane then break end
   local pendingKey = laneKey(prefix, lane)
+  local laneActive = laneActiveKey(prefix, lane)
   local depth = redis.call('ZCARD', pendingKey)
   local k = tonumber(redis.call('HGET', Q.weights, lane) or '1')
   if depth < k then k = depth end
@@ -59,13 +61,17 @@ for _ = 1, turns do
       local id = popped[i]
       local jk = jobKey(prefix, id)
       local token = redis.call('HINCRBY', jk, 'attempts', 1)
-      redis.call('HSET', jk, 'state', 'active', 'claimed', now, 'worker', worker)
+      -- group and seq are rewritten from where the job was popped: a row that
+      -- lost them (edited by hand) still settles and returns to its lane.
+      redis.call('HSET', jk, 'state', 'active', 'claimed', now, 'worker', worker,
+        'group', lane, 'seq', popped[i + 1])
       redis.call('HSETNX', jk, 'started', now)
       local row = redis.call('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'workers', 'started')
       local workers = worker
       if row[5] and row[5] ~= '' then workers = row[5] .. ',' .. worker end
       redis.call('HSET', jk, 'workers', workers)
       redis.call('ZADD', Q.active, deadline, id)
+      redis.call('ZADD', laneActive, now, id)
       local n = #out
       out[n + 1] = id; out[n + 2] = lane; out[n + 3] = token; out[n + 4] = row[1]
       out[n + 5] = row[2]; out[n + 6] = row[3]; out[n + 7] = row[4]; out[n + 8] = deadline

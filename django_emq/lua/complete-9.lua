@@ -11,7 +11,8 @@
   KEYS[7]  stats     hash   queue counters
   KEYS[8]  wake      list   wake tokens for parked workers
   KEYS[9]  job       hash   the job row
-  derived: <prefix>g:<lane>:pending (zset) of the job's lane
+  derived: <prefix>g:<lane>:pending (zset) and <prefix>g:<lane>:active (zset)
+           of the job's lane
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  id        the job id
@@ -33,7 +34,7 @@ local jk, prefix, id = KEYS[9], ARGV[1], ARGV[2]
 local lane = fence(jk, ARGV[3])
 if type(lane) == 'number' then return lane end
 
-leaveActive(Q, id, lane)
+leaveActive(Q, prefix, id, lane)
 redis.call('HINCRBY', Q.stats, 'completed', 1)
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then

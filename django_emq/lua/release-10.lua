@@ -13,7 +13,8 @@
   KEYS[8]  stats     hash   queue counters
   KEYS[9]  wake      list   wake tokens for parked workers
   KEYS[10] job       hash   the job row
-  derived: <prefix>g:<lane>:pending (zset) of the job's lane
+  derived: <prefix>g:<lane>:pending (zset) and <prefix>g:<lane>:active (zset)
+           of the job's lane
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  id        the job id

@@ -16,7 +16,8 @@
   KEYS[10] stats     hash   queue counters
   KEYS[11] wake      list   wake tokens for parked workers
   KEYS[12] job       hash   the job row
-  derived: <prefix>g:<lane>:pending (zset) of the job's lane
+  derived: <prefix>g:<lane>:pending, <prefix>g:<lane>:active and
+           <prefix>g:<lane>:dead (zsets) of the job's lane
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  id        the job id
@@ -46,7 +47,7 @@ local lane = fence(jk, ARGV[3])
 if type(lane) == 'number' then return lane end
 
 local now = nowMs()
-leaveActive(Q, id, lane)
+leaveActive(Q, prefix, id, lane)
 local fails = redis.call('HINCRBY', jk, 'fails', 1)
 local max = tonumber(redis.call('HGET', jk, 'max') or '1')
 local pendingKey = laneKey(prefix, lane)
@@ -58,6 +59,7 @@ if ARGV[6] == 'dead' or fails >= max then
   state = 'dead'
   redis.call('HSET', jk, 'state', state, 'error', ARGV[4], 'finished', now)
   redis.call('ZADD', Q.dead, now, id)
+  redis.call('ZADD', laneDeadKey(prefix, lane), now, id)
   redis.call('HINCRBY', Q.stats, 'dead', 1)
 else
   local delay = tonumber(ARGV[5])

@@ -1,7 +1,16 @@
--- laneKey(prefix, lane) and jobKey(prefix, id): the two families of per-item
--- keys, built exactly as django_emq.keys.QueueKeys.pending / .job build them.
+-- laneKey(prefix, lane), laneActiveKey(prefix, lane), laneDeadKey(prefix, lane)
+-- and jobKey(prefix, id): the families of per-item keys, built exactly as
+-- django_emq.keys.QueueKeys.pending / .lane_active / .lane_dead / .job build them.
 local function laneKey(prefix, lane)
   return prefix .. 'g:' .. lane .. ':pending'
+end
+
+local function laneActiveKey(prefix, lane)
+  return prefix .. 'g:' .. lane .. ':active'
+end
+
+local function laneDeadKey(prefix, lane)
+  return prefix .. 'g:' .. lane .. ':dead'
 end
 
 local function jobKey(prefix, id)

@@ -10,7 +10,7 @@
 -- .stats, .wake.
 local function returnToLane(Q, prefix, id, lane, jk)
   local pendingKey = laneKey(prefix, lane)
-  leaveActive(Q, id, lane)
+  leaveActive(Q, prefix, id, lane)
   redis.call('HSET', jk, 'state', 'pending')
   addPending(Q, lane, pendingKey, id, redis.call('HGET', jk, 'seq'))
   joinRing(Q, lane, pendingKey)

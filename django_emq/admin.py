@@ -1,0 +1,400 @@
+"""The admin's lane view: queue overview, deepest lanes, lane detail, lane actions.
+
+Lanes live in Valkey, so the ``Lane`` model has no table; its admin replaces
+the usual URLs with the views below, each wrapped by ``admin_site.admin_view``.
+Seeing needs ``django_emq.view_lanes``, acting ``django_emq.manage_lanes``.
+Nothing changes on GET. Every page costs a bounded number of round trips,
+whatever the number of lanes: lanes are read by rank from the depth index
+or by name, never by scanning.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.translation import gettext as _
+
+from . import browse
+from .display import Pager, duration, moment, split_error
+from .ids import validate_lane
+from .lane_actions import ACTIONS, Action, DeadJobsForm, form_errors
+from .lookup import configured_queues, lane_owners, user_lanes
+from .models import Lane
+from .queue import LaneInfo, Queue
+
+if TYPE_CHECKING:
+    ModelAdmin = admin.ModelAdmin[Lane]
+else:  # ModelAdmin is generic for the type checker only
+    ModelAdmin = admin.ModelAdmin
+
+VIEW_PERMISSION = "django_emq.view_lanes"
+MANAGE_PERMISSION = "django_emq.manage_lanes"
+
+
+@admin.register(Lane)
+class LaneAdmin(ModelAdmin):
+    """The lanes of every configured queue, read from Valkey."""
+
+    #: Lanes per page of the deepest-lanes list.
+    lanes_per_page = 50
+    #: Jobs per page of each listing of the lane detail.
+    jobs_per_page = 25
+    #: How many of the next lanes in rotation the overview names.
+    ring_preview = 10
+    #: Seconds between the lane list's automatic refreshes.
+    refresh_seconds = 5
+    #: Workers whose last beat is older than this are counted, not listed.
+    recent_worker_seconds = 60
+    #: Most users one search may find.
+    search_limit = 20
+
+    # -- permissions ------------------------------------------------------------
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.has_perm(VIEW_PERMISSION) or self.has_manage_permission(request)
+
+    def has_manage_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(MANAGE_PERMISSION)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    # -- URLs ------------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        name = f"{self.opts.app_label}_{self.opts.model_name}"
+        return [
+            path("", wrap(self.changelist_view), name=f"{name}_changelist"),
+            path("<str:queue_name>/<str:lane>/", wrap(self.lane_view), name=f"{name}_detail"),
+            path(
+                "<str:queue_name>/<str:lane>/<slug:action>/",
+                wrap(self.action_view),
+                name=f"{name}_action",
+            ),
+        ]
+
+    def _url(self, kind: str, *args: str) -> str:
+        name = f"admin:{self.opts.app_label}_{self.opts.model_name}_{kind}"
+        return reverse(name, args=args, current_app=self.admin_site.name)
+
+    # -- shared ------------------------------------------------------------------
+
+    def _queue(self, name: str) -> Queue:
+        backend = configured_queues().get(name)
+        if backend is None:
+            raise Http404(_("No queue named %(name)s.") % {"name": name})
+        return backend.queue(name)
+
+    @staticmethod
+    def _lane(lane: str) -> str:
+        try:
+            return validate_lane(lane)
+        except ValueError:
+            raise Http404(_("%(lane)r is not a lane id.") % {"lane": lane[:40]}) from None
+
+    def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
+        return {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": title,
+            "can_manage": self.has_manage_permission(request),
+            **extra,
+        }
+
+    def _require_view(self, request: HttpRequest) -> None:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+
+    # -- the lane list ---------------------------------------------------------
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """Every queue's totals; for one queue the ring's head, the workers and the
+        deepest lanes (or the lanes a search finds)."""
+        self._require_view(request)
+        backends = configured_queues()
+        if not backends:
+            context = self._context(request, _("Lanes"), queues=[])
+            return TemplateResponse(request, "admin/django_emq/lanes.html", context)
+        name = request.GET.get("queue") or next(iter(backends))
+        if name not in backends:
+            raise Http404(_("No queue named %(name)s.") % {"name": name})
+        queue = backends[name].queue(name)
+        totals = {n: (queue if n == name else b.queue(n)).totals() for n, b in backends.items()}
+        view = browse.overview(queue, self.ring_preview)
+        query = request.GET.get("q", "").strip()
+        pager = None
+        if query:
+            infos = self._search(queue, query)
+        else:
+            pager = Pager.of(request.GET.get("page"), totals[name].lanes, self.lanes_per_page)
+            infos = queue.lanes(top=self.lanes_per_page, offset=pager.offset)
+        refresh = request.GET.get("refresh") != "0" and not query
+        recent_ms = self.recent_worker_seconds * 1000
+        workers = [w for w in view.workers if w.beat_ms and view.server_ms - w.beat_ms <= recent_ms]
+        context = self._context(
+            request,
+            _("Lanes"),
+            queue=name,
+            queues=[
+                {
+                    "name": n,
+                    "totals": t,
+                    "selected": n == name,
+                    "url": self._query_url(request, queue=n, page=None, q=None),
+                }
+                for n, t in totals.items()
+            ],
+            totals=totals[name],
+            ring_head=[
+                {"lane": lane, "url": self._url("detail", name, lane)} for lane in view.ring_head
+            ],
+            ring_more=max(0, totals[name].ring - len(view.ring_head)),
+            workers=[
+                {
+                    "beat": w,
+                    "last_beat": moment(w.beat_ms),
+                    "ago": duration(view.server_ms - (w.beat_ms or 0)),
+                }
+                for w in workers
+            ],
+            stale_workers=len(view.workers) - len(workers),
+            recent_worker_seconds=self.recent_worker_seconds,
+            lanes=self._lane_rows(queue, infos, view.deepest, view.server_ms),
+            query=query,
+            pager=pager,
+            page_urls=self._page_urls(request, pager),
+            refresh=refresh,
+            refresh_seconds=self.refresh_seconds,
+            refresh_url=self._query_url(request, refresh="0" if refresh else None),
+            clear_url=self._query_url(request, q=None, page=None),
+            here=request.get_full_path(),
+            **(extra_context or {}),
+        )
+        return TemplateResponse(request, "admin/django_emq/lanes.html", context)
+
+    def _search(self, queue: Queue, query: str) -> list[LaneInfo]:
+        try:
+            lanes = [validate_lane(query)]
+        except ValueError:
+            lanes = user_lanes(query, self.search_limit)
+        return queue.lanes_named(lanes)
+
+    def _lane_rows(
+        self,
+        queue: Queue,
+        infos: list[LaneInfo],
+        deepest: int,
+        server_ms: int,
+    ) -> list[dict[str, Any]]:
+        names = [info.lane for info in infos]
+        oldest = browse.oldest_enqueued(queue, names)
+        owners = lane_owners(names)
+        rows = []
+        for info in infos:
+            enqueued = oldest.get(info.lane)
+            rows.append(
+                {
+                    "info": info,
+                    "owner": owners.get(info.lane, ""),
+                    "bar_max": max(deepest, info.depth, 1),
+                    "oldest": None if enqueued is None else duration(server_ms - enqueued),
+                    "url": self._url("detail", queue.name, info.lane),
+                    "pause_url": self._url(
+                        "action", queue.name, info.lane, "resume" if info.paused else "pause"
+                    ),
+                }
+            )
+        return rows
+
+    @staticmethod
+    def _query_url(request: HttpRequest, **changes: str | None) -> str:
+        query = request.GET.copy()
+        for key, value in changes.items():
+            if value is None:
+                query.pop(key, None)
+            else:
+                query[key] = value
+        return "?" + query.urlencode()
+
+    def _page_urls(self, request: HttpRequest, pager: Pager | None) -> dict[str, str]:
+        if pager is None:
+            return {}
+        urls = {}
+        if pager.previous is not None:
+            urls["previous"] = self._query_url(request, page=str(pager.previous))
+        if pager.next is not None:
+            urls["next"] = self._query_url(request, page=str(pager.next))
+        return urls
+
+    # -- one lane ----------------------------------------------------------------
+
+    def lane_view(self, request: HttpRequest, queue_name: str, lane: str) -> HttpResponse:
+        """One lane: settings, pending jobs in run order, in-flight jobs, dead jobs."""
+        self._require_view(request)
+        queue = self._queue(queue_name)
+        lane = self._lane(lane)
+        info = queue.lanes_named([lane])[0]
+        per = self.jobs_per_page
+        pages = {
+            "pending": Pager.requested(request.GET.get("pending")),
+            "inflight": Pager.requested(request.GET.get("inflight")),
+            "dead": Pager.requested(request.GET.get("dead")),
+        }
+        pending = browse.pending_jobs(queue, lane, (pages["pending"] - 1) * per, per)
+        inflight = browse.inflight_jobs(queue, lane, (pages["inflight"] - 1) * per, per)
+        dead = browse.dead_jobs(queue, lane, (pages["dead"] - 1) * per, per)
+        context = self._context(
+            request,
+            _("Lane %(lane)s") % {"lane": lane},
+            queue=queue.name,
+            lane=lane,
+            info=info,
+            owner=lane_owners([lane]).get(lane, ""),
+            status=_status(info),
+            list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
+            pending=self._job_listing(request, "pending", pending, pages["pending"]),
+            inflight=self._job_listing(request, "inflight", inflight, pages["inflight"]),
+            dead=self._job_listing(request, "dead", dead, pages["dead"]),
+            action_urls={  # retry-dead -> retry_dead: templates cannot look up dashes
+                name.replace("-", "_"): self._url("action", queue.name, lane, name)
+                for name in ACTIONS
+            },
+            here=request.get_full_path(),
+        )
+        return TemplateResponse(request, "admin/django_emq/lane.html", context)
+
+    def _job_listing(
+        self, request: HttpRequest, kind: str, page: browse.JobPage, number: int
+    ) -> dict[str, Any]:
+        pager = Pager(number, page.total, self.jobs_per_page)
+        rows = []
+        for position, job in enumerate(page.jobs, start=pager.offset + 1):
+            error_class, traceback = split_error(job.error)
+            rows.append(
+                {
+                    "job": job,
+                    "position": position,
+                    "enqueued": moment(job.enqueued_ms),
+                    "waited": duration(page.server_ms - (job.enqueued_ms or page.server_ms)),
+                    "claimed": moment(job.claimed_ms),
+                    "running": duration(page.server_ms - (job.claimed_ms or page.server_ms)),
+                    "lease_left": (
+                        None
+                        if job.deadline_ms is None
+                        else duration(job.deadline_ms - page.server_ms)
+                    ),
+                    "lease_expired": job.deadline_ms is not None
+                    and job.deadline_ms <= page.server_ms,
+                    "finished": moment(job.finished_ms),
+                    "error_class": error_class,
+                    "error_line": traceback.strip().splitlines()[-1] if traceback.strip() else "",
+                    "traceback": traceback,
+                }
+            )
+        urls = {}
+        if pager.previous is not None:
+            urls["previous"] = self._query_url(request, **{kind: str(pager.previous)})
+        if pager.next is not None:
+            urls["next"] = self._query_url(request, **{kind: str(pager.next)})
+        return {"rows": rows, "pager": pager, "urls": urls}
+
+    # -- actions -------------------------------------------------------------------
+
+    def action_view(
+        self, request: HttpRequest, queue_name: str, lane: str, action: str
+    ) -> HttpResponseBase:
+        """Run one lane action on POST; GET shows the confirmation page of one that
+        asks for it (and changes nothing)."""
+        if not self.has_manage_permission(request):
+            raise PermissionDenied
+        queue = self._queue(queue_name)
+        lane = self._lane(lane)
+        spec = ACTIONS.get(action)
+        if spec is None:
+            raise Http404(_("No lane action %(action)s.") % {"action": action})
+        if request.method not in ("GET", "POST") or (request.method == "GET" and not spec.confirm):
+            return HttpResponseNotAllowed(["POST"])
+        data = request.POST if request.method == "POST" else request.GET
+        back = self._next(request, data.get("next"), self._url("detail", queue.name, lane))
+        form = spec.form(data)
+        if not form.is_valid():
+            messages.error(
+                request,
+                _("%(action)s: %(errors)s Nothing was changed.")
+                % {"action": spec.title, "errors": form_errors(form)},
+            )
+            return HttpResponseRedirect(back)
+        if spec.confirm and (request.method == "GET" or data.get("confirmed") != "yes"):
+            return self._confirm(request, queue, lane, spec, form.cleaned_data, back)
+        level, text = spec.run(queue, lane, form.cleaned_data)
+        messages.add_message(request, level, text)
+        return HttpResponseRedirect(back)
+
+    @staticmethod
+    def _next(request: HttpRequest, target: str | None, default: str) -> str:
+        if target and url_has_allowed_host_and_scheme(
+            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
+            return target
+        return default
+
+    def _confirm(
+        self,
+        request: HttpRequest,
+        queue: Queue,
+        lane: str,
+        spec: Action,
+        data: dict[str, Any],
+        back: str,
+    ) -> HttpResponse:
+        info = queue.lanes_named([lane])[0]
+        ids = DeadJobsForm.chosen(data) if "scope" in data else None
+        dead_total = browse.dead_jobs(queue, lane, 0, 1).total if "scope" in data else 0
+        context = self._context(
+            request,
+            _("Are you sure?"),
+            queue=queue.name,
+            lane=lane,
+            info=info,
+            action=spec,
+            scope=data.get("scope", ""),
+            ids=ids or [],
+            count=len(ids) if ids is not None else dead_total,
+            back=back,
+            list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
+            lane_url=self._url("detail", queue.name, lane),
+        )
+        return TemplateResponse(request, "admin/django_emq/confirm.html", context)
+
+
+def _status(info: LaneInfo) -> str:
+    """Why the lane is or is not in rotation."""
+    if info.paused:
+        return _("Paused")
+    if info.depth == 0:
+        return _("Empty")
+    if info.ceiling is not None and info.inflight >= info.ceiling:
+        return _("At its ceiling")
+    return _("In rotation")

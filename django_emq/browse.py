@@ -1,0 +1,224 @@
+"""Bounded reads for operators (the admin): one lane's jobs page by page, the
+head of the ring, each lane's oldest job, the workers' heartbeats.
+
+Every call costs a fixed number of round trips (at most two) whatever the
+number of lanes: lanes are read from their own keys (``g:<lane>:pending``,
+``:active``, ``:dead``), never by scanning a queue-wide set.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .ids import validate_lane
+from .queue import Queue
+
+#: Fields of a job row a listing shows.
+ROW_FIELDS = (
+    "state",
+    "group",
+    "task",
+    "args",
+    "kwargs",
+    "attempts",
+    "fails",
+    "enq",
+    "claimed",
+    "worker",
+    "finished",
+    "error",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """One job as a listing shows it. Times are epoch ms (``None`` when unset);
+    ``deadline_ms`` is the lease deadline of an in-flight job."""
+
+    job_id: str
+    lane: str
+    state: str
+    task_path: str
+    args: str
+    kwargs: str
+    attempts: int
+    fails: int
+    enqueued_ms: int | None
+    claimed_ms: int | None
+    worker: str
+    finished_ms: int | None
+    error: str
+    deadline_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    """A page of one lane's jobs, the lane's count of them, and the server clock."""
+
+    jobs: list[JobRow]
+    total: int
+    server_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBeat:
+    """A worker's last heartbeat (``beat_ms`` from the worker's clock);
+    ``None`` fields when the record could not be read."""
+
+    worker_id: str
+    host: str | None
+    pid: int | None
+    done: int | None
+    running: int | None
+    beat_ms: int | None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _ms(value: Any) -> int | None:
+    if value is None or value == b"" or value == "":
+        return None
+    return int(value)
+
+
+def _server_ms(reply: Sequence[Any]) -> int:
+    seconds, micros = reply
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def _page(queue: Queue, key: str, lane: str, offset: int, limit: int, newest: bool) -> JobPage:
+    """Ids ``offset``.. of sorted set ``key`` (a lane's), then their rows."""
+    validate_lane(lane)
+    if offset < 0 or limit < 1:
+        raise ValueError(f"bad page: offset {offset}, limit {limit}")
+    pipe = queue.connection.pipeline(transaction=False)
+    pipe.zrange(key, offset, offset + limit - 1, desc=newest)
+    pipe.zcard(key)
+    pipe.time()
+    raw_ids, total, now = pipe.execute()
+    ids = [_text(i) for i in raw_ids]
+    rows, deadlines = _rows(queue, ids, with_deadlines=key == queue.keys.lane_active(lane))
+    jobs = [
+        JobRow(
+            job_id=job_id,
+            lane=_text(row[1] or lane),
+            state=_text(row[0] or ""),
+            task_path=_text(row[2] or ""),
+            args=_text(row[3] or ""),
+            kwargs=_text(row[4] or ""),
+            attempts=_ms(row[5]) or 0,
+            fails=_ms(row[6]) or 0,
+            enqueued_ms=_ms(row[7]),
+            claimed_ms=_ms(row[8]),
+            worker=_text(row[9] or ""),
+            finished_ms=_ms(row[10]),
+            error=_text(row[11] or ""),
+            deadline_ms=None if deadline is None else int(deadline),
+        )
+        for job_id, row, deadline in zip(ids, rows, deadlines, strict=True)
+    ]
+    return JobPage(jobs, int(total), _server_ms(now))
+
+
+def _rows(queue: Queue, ids: list[str], with_deadlines: bool) -> tuple[list[Any], list[Any]]:
+    if not ids:
+        return [], []
+    pipe = queue.connection.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.hmget(queue.keys.job(job_id), ROW_FIELDS)
+    if with_deadlines:
+        pipe.zmscore(queue.keys.active, ids)
+    replies = pipe.execute()
+    deadlines = replies.pop() if with_deadlines else [None] * len(ids)
+    return replies, deadlines
+
+
+def pending_jobs(queue: Queue, lane: str, offset: int = 0, limit: int = 50) -> JobPage:
+    """The lane's pending jobs in the order they will run (two round trips)."""
+    return _page(queue, queue.keys.pending(lane), lane, offset, limit, newest=False)
+
+
+def inflight_jobs(queue: Queue, lane: str, offset: int = 0, limit: int = 50) -> JobPage:
+    """The lane's claimed jobs, earliest claim first, with lease deadlines (two round trips)."""
+    return _page(queue, queue.keys.lane_active(lane), lane, offset, limit, newest=False)
+
+
+def dead_jobs(queue: Queue, lane: str, offset: int = 0, limit: int = 50) -> JobPage:
+    """The lane's dead jobs, latest death first (two round trips)."""
+    return _page(queue, queue.keys.lane_dead(lane), lane, offset, limit, newest=True)
+
+
+def oldest_enqueued(queue: Queue, lanes: Sequence[str]) -> dict[str, int | None]:
+    """When each lane's oldest pending job was enqueued (epoch ms; ``None`` for an
+    empty lane). Two round trips, whatever the number of lanes given."""
+    if not lanes:
+        return {}
+    pipe = queue.connection.pipeline(transaction=False)
+    for lane in lanes:
+        pipe.zrange(queue.keys.pending(lane), 0, 0)
+    heads = [_text(h[0]) if h else None for h in pipe.execute()]
+    pipe = queue.connection.pipeline(transaction=False)
+    for head in heads:
+        if head is not None:
+            pipe.hget(queue.keys.job(head), "enq")
+    enqueued = iter(pipe.execute() if any(heads) else [])
+    return {
+        lane: None if head is None else _ms(next(enqueued))
+        for lane, head in zip(lanes, heads, strict=True)
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """The head of the ring, the workers, the deepest lane's depth and the server clock."""
+
+    ring_head: list[str]
+    workers: list[WorkerBeat]
+    deepest: int
+    server_ms: int
+
+
+def overview(queue: Queue, ring_count: int = 10) -> Overview:
+    """One round trip: the next ``ring_count`` lanes in rotation order (an
+    ``LRANGE`` of the ring's head, never the whole ring), every worker's last
+    heartbeat (latest first), the deepest lane's depth, the server clock."""
+    if ring_count < 1:
+        raise ValueError(f"ring_count must be >= 1, not {ring_count}")
+    k = queue.keys
+    pipe = queue.connection.pipeline(transaction=False)
+    pipe.lrange(k.ring, 0, ring_count - 1)
+    pipe.hgetall(k.workers)
+    pipe.zrevrange(k.depths, 0, 0, withscores=True)
+    pipe.time()
+    head, beats, deepest, now = pipe.execute()
+    return Overview(
+        [_text(lane) for lane in head],
+        sorted(
+            (_worker(_text(w), raw) for w, raw in beats.items()),
+            key=lambda b: (-(b.beat_ms or 0), b.worker_id),
+        ),
+        int(deepest[0][1]) if deepest else 0,
+        _server_ms(now),
+    )
+
+
+def _worker(worker_id: str, raw: Any) -> WorkerBeat:
+    """A heartbeat record (JSON, as the worker writes it); an unreadable one keeps
+    only its id, so it still shows up."""
+    try:
+        record = json.loads(raw)
+        return WorkerBeat(
+            worker_id,
+            str(record["host"]),
+            int(record["pid"]),
+            int(record["done"]),
+            int(record.get("running", 0)),
+            int(record["beat"]),
+        )
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return WorkerBeat(worker_id, None, None, None, None, None)

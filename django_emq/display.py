@@ -1,0 +1,85 @@
+"""How the admin shows engine values: moments, durations, errors, pages.
+
+Moments become aware datetimes, which templates render in the site's time
+zone; durations and labels go through gettext so they are translatable.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.utils.translation import gettext as _
+
+
+def moment(ms: int | None) -> datetime | None:
+    """Epoch milliseconds as an aware datetime (rendered in the site's time zone)."""
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def duration(ms: int) -> str:
+    """A short, translatable length of time: ``4 s``, ``3 min 4 s``, ``2 h 5 min``, ``3 d 4 h``."""
+    seconds = max(0, ms) // 1000
+    minutes, s = divmod(seconds, 60)
+    hours, m = divmod(minutes, 60)
+    days, h = divmod(hours, 24)
+    if days:
+        return _("%(days)d d %(hours)d h") % {"days": days, "hours": h}
+    if hours:
+        return _("%(hours)d h %(minutes)d min") % {"hours": hours, "minutes": m}
+    if minutes:
+        return _("%(minutes)d min %(seconds)d s") % {"minutes": minutes, "seconds": s}
+    return _("%(seconds)d s") % {"seconds": s}
+
+
+def split_error(text: str) -> tuple[str, str]:
+    """(exception class path, traceback) of a stored error.
+
+    The worker stores django.tasks' ``TaskError`` fields as JSON; anything
+    else (an error recorded through the engine directly) is its own traceback.
+    """
+    try:
+        data = json.loads(text)
+        return str(data["exception_class_path"]), str(data["traceback"])
+    except (ValueError, KeyError, TypeError):
+        return "", text
+
+
+@dataclass(frozen=True, slots=True)
+class Pager:
+    """Page ``number`` (1-based) of ``total`` items, ``per_page`` a page."""
+
+    number: int
+    total: int
+    per_page: int
+
+    @staticmethod
+    def requested(raw: str | None) -> int:
+        """The page number a query parameter asks for (1 when it is not one)."""
+        try:
+            return max(1, int(raw or "1"))
+        except ValueError:
+            return 1
+
+    @classmethod
+    def of(cls, raw: str | None, total: int, per_page: int) -> Pager:
+        """The page a query parameter asks for, clamped to the pages there are."""
+        pages = max(1, -(-total // per_page))
+        return cls(min(cls.requested(raw), pages), total, per_page)
+
+    @property
+    def offset(self) -> int:
+        return (self.number - 1) * self.per_page
+
+    @property
+    def num_pages(self) -> int:
+        return max(1, -(-self.total // self.per_page))
+
+    @property
+    def previous(self) -> int | None:
+        return self.number - 1 if self.number > 1 else None
+
+    @property
+    def next(self) -> int | None:
+        return self.number + 1 if self.number < self.num_pages else None

@@ -1,0 +1,59 @@
+"""Finding queues and lanes by what an operator knows: the queues in
+``TASKS``, a user's username or email, the user behind a user lane.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import models
+from django.db.models import Q
+from django.tasks import task_backends
+
+from .backend import FairLanesBackend
+from .ids import unbase62
+from .lanes import brand_for, lane_for
+
+
+def configured_queues() -> dict[str, FairLanesBackend]:
+    """Every queue of every ``FairLanesBackend`` in ``TASKS``, by name."""
+    found: dict[str, FairLanesBackend] = {}
+    for backend in task_backends.all():
+        if isinstance(backend, FairLanesBackend):
+            for name in sorted(backend.queues):
+                found.setdefault(name, backend)
+    return dict(sorted(found.items()))
+
+
+def lane_owners(lanes: Sequence[str]) -> dict[str, str]:
+    """The user each user lane belongs to, by lane (one database query)."""
+    user_model = get_user_model()
+    brand = brand_for(user_model)
+    uuid_pk = isinstance(user_model._meta.pk, models.UUIDField)
+    pks: dict[Any, str] = {}
+    for lane in lanes:
+        if lane[:3] != brand:
+            continue
+        number = unbase62(lane[3:])
+        if not uuid_pk:
+            pks[number] = lane
+        elif number < 1 << 128:
+            pks[uuid.UUID(int=number)] = lane
+    if not pks:
+        return {}
+    users = user_model._default_manager.filter(pk__in=list(pks))
+    return {pks[user.pk]: user.get_username() for user in users if user.pk in pks}
+
+
+def user_lanes(query: str, limit: int) -> list[str]:
+    """The lanes of the users whose username or email is ``query`` (any case)."""
+    user_model = get_user_model()
+    match = Q(**{f"{user_model.USERNAME_FIELD}__iexact": query})
+    email = user_model.get_email_field_name()
+    if email in {field.name for field in user_model._meta.get_fields()}:
+        match |= Q(**{f"{email}__iexact": query})
+    users = user_model._default_manager.filter(match).order_by("pk")[:limit]
+    return list(dict.fromkeys(lane_for(user) for user in users))

@@ -1,0 +1,75 @@
+--[[
+  reap: return jobs whose lease expired (by the server clock) to the head of
+  their own lanes. Their attempts counters are kept, so a worker still
+  holding an old token is refused when it tries to complete.
+
+  Each expiry is counted on the row (`expiries`). A job whose lease has now
+  expired as many times as its max attempts is dead instead of returned: a
+  poison job that kills or freezes every worker running it must not come back
+  forever (and hold its lane's head) — its error says what happened.
+
+  KEYS[1]  ring      list   serviceable lanes in rotation order
+  KEYS[2]  onring    set    lanes on the ring
+  KEYS[3]  active    zset   claimed job ids by lease deadline (ms)
+  KEYS[4]  paused    set    paused lanes
+  KEYS[5]  ceilings  hash   lane -> concurrency ceiling
+  KEYS[6]  inflight  hash   lane -> jobs in flight
+  KEYS[7]  depths    zset   lane -> pending depth
+  KEYS[8]  stats     hash   queue counters
+  KEYS[9]  wake      list   wake tokens for parked workers
+  KEYS[10] dead      zset   dead job ids by time of death (ms)
+  derived: <prefix>g:<lane>:pending, <prefix>g:<lane>:active and
+           <prefix>g:<lane>:dead (zsets), <prefix>job:<id> (hash)
+
+  ARGV[1]  prefix    the queue's key prefix, emq:{q}:
+  ARGV[2]  limit     at most this many jobs per call
+
+  Returns the ids of the jobs whose lease expired (returned to their lanes,
+  or dead).
+]]
+-- @include "now_ms"
+-- @include "return_to_lane"
+
+local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
+  ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
+  wake = KEYS[9], dead = KEYS[10]}
+local prefix = ARGV[1]
+local now = nowMs()
+
+-- bury(id, jk, lane, expiries, worker): the job is dead with a LeaseExpired error.
+local function bury(id, jk, lane, expiries, worker)
+  leaveActive(Q, prefix, id, lane)
+  local error = cjson.encode({
+    exception_class_path = 'django_emq.exceptions.LeaseExpired',
+    traceback = 'the lease expired ' .. expiries .. ' times (its max attempts): the worker '
+      .. 'running it died or froze every time (last: ' .. (worker or '?') .. ')'})
+  local ok, errors = pcall(cjson.decode, redis.call('HGET', jk, 'errors') or '[]')
+  if not ok or type(errors) ~= 'table' then errors = {} end
+  errors[#errors + 1] = error
+  redis.call('HSET', jk, 'state', 'dead', 'error', error, 'errors', cjson.encode(errors),
+    'finished', now)
+  redis.call('ZADD', Q.dead, now, id)
+  redis.call('ZADD', laneDeadKey(prefix, lane), now, id)
+  redis.call('HINCRBY', Q.stats, 'dead', 1)
+  joinRing(Q, lane, laneKey(prefix, lane))  -- its in-flight slot is free
+end
+
+local expired = redis.call('ZRANGEBYSCORE', Q.active, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+for _, id in ipairs(expired) do
+  local jk = jobKey(prefix, id)
+  local row = redis.call('HMGET', jk, 'group', 'max', 'worker')
+  local lane = row[1]
+  if lane then
+    local expiries = redis.call('HINCRBY', jk, 'expiries', 1)
+    if expiries >= (tonumber(row[2] or '') or 1) then
+      bury(id, jk, lane, expiries, row[3])
+    else
+      returnToLane(Q, prefix, id, lane, jk)
+    end
+  else
+    -- The row is gone (deleted by hand): nothing to return; forget the lease.
+    redis.call('ZREM', Q.active, id)
+  end
+end
+if #expired > 0 then redis.call('HINCRBY', Q.stats, 'reaped', #expired) end
+return expired
