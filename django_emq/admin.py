@@ -10,8 +10,11 @@ or by name, never by scanning.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import redis
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import (
@@ -81,7 +84,9 @@ class LaneAdmin(ModelAdmin):
     # -- URLs ------------------------------------------------------------------
 
     def get_urls(self) -> list[URLPattern]:
-        wrap = self.admin_site.admin_view
+        def wrap(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+            return self.admin_site.admin_view(self._unreachable_as_503(view))
+
         name = f"{self.opts.app_label}_{self.opts.model_name}"
         return [
             path("", wrap(self.changelist_view), name=f"{name}_changelist"),
@@ -92,6 +97,23 @@ class LaneAdmin(ModelAdmin):
                 name=f"{name}_action",
             ),
         ]
+
+    def _unreachable_as_503(
+        self, view: Callable[..., HttpResponseBase]
+    ) -> Callable[..., HttpResponseBase]:
+        """Answer a page that says Valkey is unreachable (503), not a bare 500."""
+
+        @functools.wraps(view)
+        def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            try:
+                return view(request, *args, **kwargs)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                context = self._context(request, _("Valkey is unreachable"), error=str(exc))
+                return TemplateResponse(
+                    request, "admin/django_emq/unreachable.html", context, status=503
+                )
+
+        return guarded
 
     def _url(self, kind: str, *args: str) -> str:
         name = f"admin:{self.opts.app_label}_{self.opts.model_name}_{kind}"

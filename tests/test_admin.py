@@ -766,3 +766,12 @@ def test_every_page_costs_the_same_round_trips_with_10_and_5000_lanes(
         measured[lanes] = {name: counted(partial(page, manager)) for name, page in PAGES.items()}
     assert measured[10] == measured[5_000]
     assert max(measured[5_000].values()) <= 12, measured[5_000]
+
+
+def test_an_unreachable_server_answers_503_with_a_clear_page(
+    emq: redis.Redis, viewer: Client, settings: Any
+) -> None:
+    settings.EMQ = {**settings.EMQ, "URL": "redis://127.0.0.1:1/0", "ENQUEUE_TIMEOUT": 0.5}
+    response = viewer.get(LIST)
+    assert response.status_code == 503
+    assert "Valkey server does not answer" in response.content.decode()
