@@ -60,7 +60,7 @@ def task_error(exc: BaseException, traceback: str) -> str:
 
 def _errors(row: Mapping[str, str]) -> list[TaskError]:
     errors = []
-    for text in decode(row.get("errors")) or []:
+    for text in _lenient(row.get("errors"), list):
         try:
             data = json.loads(text)
             errors.append(
@@ -71,6 +71,16 @@ def _errors(row: Mapping[str, str]) -> list[TaskError]:
         except (ValueError, KeyError, TypeError):
             errors.append(TaskError(exception_class_path="builtins.Exception", traceback=text))
     return errors
+
+
+def _lenient[T](text: str | None, kind: type[T]) -> T:
+    """Decode JSON kept on a row; an empty ``kind`` when it is missing or corrupt
+    (a row edited by hand still reads, its error says what was wrong)."""
+    try:
+        value = decode(text)
+    except ValueError:
+        return kind()
+    return value if isinstance(value, kind) else kind()
 
 
 def result_from_row(
@@ -85,8 +95,8 @@ def result_from_row(
         started_at=_when(row.get("started")),
         last_attempted_at=_when(row.get("claimed")),
         finished_at=_when(row.get("finished")) if row.get("state") in ("done", "dead") else None,
-        args=decode(row.get("args")) or [],
-        kwargs=decode(row.get("kwargs")) or {},
+        args=_lenient(row.get("args"), list),
+        kwargs=_lenient(row.get("kwargs"), dict),
         backend=alias,
         errors=_errors(row),
         worker_ids=[w for w in row.get("workers", "").split(",") if w],
@@ -190,10 +200,10 @@ class FairLanesBackend(BaseTaskBackend):
             if row is None:
                 continue
             try:
-                task = import_string(row["task"])
+                task = import_string(row.get("task", ""))
             except ImportError:
                 raise TaskResultDoesNotExist(
-                    f"{result_id}: its task {row['task']} no longer imports"
+                    f"{result_id}: its task {row.get('task', '(none)')} no longer imports"
                 ) from None
             return result_from_row(task, result_id, row, self.alias)
         raise TaskResultDoesNotExist(result_id)

@@ -43,6 +43,18 @@ class InvalidJobState(JobError):
     """The job is not in a state the operation accepts (e.g. moving an active job)."""
 
 
+class LeaseExpired(JobError):
+    """The error a job is left dead with when its lease expired as many times as
+    its max attempts: the worker running it died or froze every time. Kept on
+    the row by the reaper; never raised."""
+
+
+class CorruptJob(JobError):
+    """A claimed job's row is missing fields or holds values that cannot be read
+    (edited by hand, or written by something else): it can never run, so the
+    worker makes it dead with this error."""
+
+
 #: Negative codes returned by the Lua scripts, in one place.
 NO_JOB = -1
 STALE_TOKEN = -2

@@ -35,7 +35,7 @@ from django.utils.module_loading import import_string
 from .backend import FairLanesBackend, result_from_row, task_error
 from .conf import emq_settings
 from .connection import new_connection, require_supported_server
-from .exceptions import StaleToken
+from .exceptions import CorruptJob, StaleToken
 from .payload import encode_result
 from .queue import Claim, Queue
 
@@ -59,11 +59,18 @@ class WorkerOptions:
 
 @dataclass
 class Running:
-    """A job this worker holds: its queue, its claim, the thread running it."""
+    """A job this worker holds: its queue, its claim, the thread running it.
+
+    ``settled`` is set once its outcome is recorded (or refused): from then on
+    the lease is not the worker's to extend. ``lost`` is set when an extension
+    was refused: the lease moved on, so it is not extended again.
+    """
 
     queue: Queue
     claim: Claim
     future: Future[str]
+    settled: threading.Event = field(default_factory=threading.Event)
+    lost: bool = False
     started: float = field(default_factory=time.monotonic)
 
 
@@ -85,25 +92,53 @@ def _running_result(task: Task[Any, Any], claim: Claim, alias: str) -> TaskResul
     return result_from_row(task, claim.job_id, row, alias)
 
 
-def _persist[T](record: Callable[[], T], attempts: int = 6) -> T:
-    """Record an outcome, riding out a short loss of the server: the work is
-    done, so losing the record would only make it run again."""
-    for attempt in range(1, attempts + 1):
+#: How long a worker keeps trying to record an outcome while the server is away.
+PERSIST_PATIENCE = 60.0
+
+
+def _persist[T](record: Callable[[], T], patience: float = PERSIST_PATIENCE) -> T:
+    """Record an outcome, riding out a loss of the server for up to ``patience``
+    seconds: the work is done, so losing the record would make it run again.
+
+    Retrying is safe: the write is fenced by the claim's token, so a retry of a
+    write that did land (its reply was lost) is refused with ``StaleToken``
+    instead of being applied twice. Waits grow (with jitter) to at most 2 s,
+    so the outcome lands soon after the server is back.
+    """
+    give_up = time.monotonic() + patience
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             return record()
-        except (redis.ConnectionError, redis.TimeoutError):
-            if attempt == attempts:
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            if time.monotonic() >= give_up:
                 raise
-            time.sleep(backoff_seconds(attempt, 0.2, 3.0) + 0.05)
-    raise AssertionError("unreachable")
+            delay = min(2.0, 0.05 * 2**attempt)
+            logger.warning("Valkey unreachable while recording an outcome (%s); retrying", exc)
+            time.sleep(random.uniform(delay / 2, delay))
 
 
-def run_job(queue: Queue, claim: Claim, alias: str) -> str:
+def run_job(queue: Queue, claim: Claim, alias: str, settled: threading.Event | None = None) -> str:
     """Run one claimed job and record its outcome; returns ``done``, ``retry``,
-    ``dead`` or ``stale`` (the lease moved on: the outcome was refused)."""
+    ``dead`` or ``stale`` (the lease moved on: the outcome was refused).
+    ``settled`` is set once the outcome is recorded or refused."""
+    try:
+        return _run_job(queue, claim, alias)
+    finally:
+        if settled is not None:
+            settled.set()
+
+
+def _run_job(queue: Queue, claim: Claim, alias: str) -> str:
     s = emq_settings()
     close_old_connections()
     try:
+        if claim.defect is not None:  # a corrupt row: it can never run, dead now
+            error = task_error(CorruptJob(claim.job_id, claim.defect), claim.defect)
+            _persist(lambda: queue.fail(claim.job_id, claim.token, error))
+            logger.error("job %s: %s; it is dead", claim.job_id, claim.defect)
+            return "dead"
         try:
             task = import_string(claim.task_path)
             if not isinstance(task, Task):
@@ -173,8 +208,11 @@ class Worker:
         self._signals = 0
         self._outage = 0
         self._previous_handlers: dict[int, Any] = {}
-        # Parking blocks longer than the web-side socket timeout: its own client.
-        self._park = new_connection(socket_timeout=None)
+        # Parking blocks longer than the web-side socket timeout: its own client,
+        # whose reads are still bounded (a park lasts at most one beat), so a
+        # connection that went silent (server frozen, peer gone without a reset)
+        # cannot block the worker forever.
+        self._park = new_connection(socket_timeout=self.beat_s + s.enqueue_timeout)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -197,25 +235,41 @@ class Worker:
 
     def run(self) -> int:
         """Work until stopped (or, with ``burst``, until nothing is pending or due)."""
-        require_supported_server(self.queues[0].connection)
-        logger.info(
-            "worker %s on %s, concurrency %d, lease %.1fs",
-            self.worker_id,
-            ", ".join(q.name for q in self.queues),
-            self.options.concurrency,
-            self.lease_ms / 1000,
-        )
-        pool = ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="emq-job")
         try:
-            self._loop(pool)
+            if not self._wait_for_server():
+                return 0
+            logger.info(
+                "worker %s on %s, concurrency %d, lease %.1fs",
+                self.worker_id,
+                ", ".join(q.name for q in self.queues),
+                self.options.concurrency,
+                self.lease_ms / 1000,
+            )
+            pool = ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="emq-job")
+            try:
+                self._loop(pool)
+            finally:
+                self._wind_down()
+                pool.shutdown(wait=False, cancel_futures=True)
+                self._forget()
         finally:
-            self._wind_down()
-            pool.shutdown(wait=False, cancel_futures=True)
-            self._forget()
             for signum, handler in self._previous_handlers.items():
                 signal.signal(signum, handler)
         self._summary()
         return 0
+
+    def _wait_for_server(self) -> bool:
+        """Check the server's version, backing off while it cannot be reached
+        (a worker started during an outage waits for it). False if stopped first."""
+        while not self.stopping.is_set():
+            try:
+                require_supported_server(self.queues[0].connection)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                self._lost_server(exc)
+                continue
+            self._outage = 0
+            return True
+        return False
 
     def _loop(self, pool: ThreadPoolExecutor) -> None:
         if self.options.burst:
@@ -235,10 +289,14 @@ class Worker:
                 except (redis.ConnectionError, redis.TimeoutError) as exc:
                     self._lost_server(exc)
                     continue
+                except redis.ResponseError as exc:  # a script error (a corrupt row?): go on
+                    self._lost_server(exc)
+                    continue
                 self._outage = 0
                 for queue, claim in claims:
-                    future = pool.submit(run_job, queue, claim, self.backend.alias)
-                    self.running[claim.job_id] = Running(queue, claim, future)
+                    settled = threading.Event()
+                    future = pool.submit(run_job, queue, claim, self.backend.alias, settled)
+                    self.running[claim.job_id] = Running(queue, claim, future, settled)
                     self.claimed += 1
                 if claims:
                     continue
@@ -256,11 +314,15 @@ class Worker:
                 self._park_until_woken()
 
     def _lost_server(self, exc: Exception) -> None:
-        """Back off (exponentially, with jitter, at most 5 s) and try again; leases of
-        running jobs are extended on the next beat that reaches the server."""
+        """Back off (exponentially, with jitter) and try again. The wait never
+        exceeds one beat: the beat extends the running jobs' leases, so once the
+        server is back they must be extended before they run out."""
         self._outage += 1
-        delay = backoff_seconds(self._outage, 0.1, 5.0) + 0.05
-        logger.warning("Valkey unreachable (%s); retrying in %.2fs", exc, delay)
+        delay = backoff_seconds(self._outage, 0.1, min(5.0, self.beat_s)) + 0.05
+        if isinstance(exc, redis.ResponseError):
+            logger.error("the server refused a claim (%s); retrying in %.2fs", exc, delay)
+        else:
+            logger.warning("Valkey unreachable (%s); retrying in %.2fs", exc, delay)
         self.stopping.wait(delay)
 
     def _claim(self, free: int) -> list[tuple[Queue, Claim]]:
@@ -322,12 +384,17 @@ class Worker:
         self._last_beat = time.monotonic()
         try:
             for job in list(self.running.values()):
-                if not job.future.done():
-                    try:
-                        job.queue.extend(job.claim.job_id, job.claim.token, self.lease_ms)
-                    except StaleToken:
+                if job.settled.is_set() or job.lost:
+                    continue
+                try:
+                    job.queue.extend(job.claim.job_id, job.claim.token, self.lease_ms)
+                except StaleToken:
+                    if not job.settled.is_set():  # else it just finished: nothing lost
+                        job.lost = True
                         logger.warning(
-                            "job %s: lease expired before it could be extended", job.claim.job_id
+                            "job %s: lease expired before it could be extended; another "
+                            "worker may run it, and this run's outcome will be refused",
+                            job.claim.job_id,
                         )
             for queue in self.queues:
                 queue.reap()

@@ -51,7 +51,10 @@ leaveActive(Q, prefix, id, lane)
 local fails = redis.call('HINCRBY', jk, 'fails', 1)
 local max = tonumber(redis.call('HGET', jk, 'max') or '1')
 local pendingKey = laneKey(prefix, lane)
-local errors = cjson.decode(redis.call('HGET', jk, 'errors') or '[]')
+-- A list that does not decode (a row edited by hand) starts over: the script
+-- must not fail halfway, after the job has left the active set.
+local ok, errors = pcall(cjson.decode, redis.call('HGET', jk, 'errors') or '[]')
+if not ok or type(errors) ~= 'table' then errors = {} end
 errors[#errors + 1] = ARGV[4]
 redis.call('HSET', jk, 'errors', cjson.encode(errors))
 local state

@@ -1,0 +1,108 @@
+"""Tasks the fault tests enqueue. They write nothing to Valkey: each run of a job
+is recorded as one line appended to a file of the worker process that ran it,
+so the record survives the server and the worker being killed, and a task can
+run under an ACL user allowed only ``emq:*`` keys.
+
+The folder is named by the ``EMQ_TEST_RUNS`` environment variable; a line is
+``<label> <pid> <attempt>``. Appends of one short line with ``O_APPEND`` are
+atomic, so threads and processes never interleave inside a line.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.tasks import TaskContext, task
+
+RUNS_ENV = "EMQ_TEST_RUNS"
+
+
+def _record(label: str, attempt: int) -> None:
+    folder = os.environ.get(RUNS_ENV)
+    if not folder:
+        raise RuntimeError(f"{RUNS_ENV} is not set: the fault tests' tasks need a runs folder")
+    line = f"{label} {os.getpid()} {attempt}\n".encode()
+    fd = os.open(Path(folder) / f"runs-{os.getpid()}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+@task(takes_context=True)
+def tick(context: TaskContext[Any, Any], label: str) -> str:
+    """Record this run; returns ``label:attempt`` (so the standing result names its attempt)."""
+    _record(label, context.attempt)
+    return f"{label}:{context.attempt}"
+
+
+@task(takes_context=True)
+def hold_first(context: TaskContext[Any, Any], label: str, seconds: float) -> str:
+    """Record this run; the first attempt then takes ``seconds``, later ones none."""
+    _record(label, context.attempt)
+    if context.attempt == 1:
+        time.sleep(seconds)
+    return f"{label}:{context.attempt}:{os.getpid()}"
+
+
+@task(takes_context=True)
+def nap(context: TaskContext[Any, Any], label: str, seconds: float) -> str:
+    """Record this run, then take ``seconds``."""
+    _record(label, context.attempt)
+    time.sleep(seconds)
+    return label
+
+
+@task(takes_context=True)
+def kills_its_worker(context: TaskContext[Any, Any], label: str) -> None:
+    """Record this run, then SIGKILL the worker process running it (a poison job:
+    a segfaulting extension, an out-of-memory kill)."""
+    _record(label, context.attempt)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@task
+def interrupts() -> None:
+    raise KeyboardInterrupt
+
+
+@task
+def exits() -> None:
+    raise SystemExit(3)
+
+
+@task
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@task
+def echo(text: str) -> int:
+    return len(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run of a job, as its task recorded it."""
+
+    label: str
+    pid: int
+    attempt: int
+
+
+def read_runs(folder: Path) -> dict[str, list[Run]]:
+    """Every recorded run, by label, in attempt order."""
+    runs: dict[str, list[Run]] = defaultdict(list)
+    for path in sorted(folder.glob("runs-*.log")):
+        for line in path.read_text().splitlines():
+            label, pid, attempt = line.split()
+            runs[label].append(Run(label, int(pid), int(attempt)))
+    for label in runs:
+        runs[label].sort(key=lambda run: run.attempt)
+    return dict(runs)

@@ -1,0 +1,133 @@
+"""Poison jobs: a job whose worker dies (or freezes) every time it runs it is
+not returned to its lane forever. Each lease expiry is counted; when a job's
+lease has expired as many times as its max attempts, the reaper makes it dead
+with a ``LeaseExpired`` error, and its lane moves on."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from django.tasks import TaskResultStatus
+
+from django_emq import enqueue_for, lane_id
+from django_emq.exceptions import LeaseExpired, StaleToken
+from django_emq.queue import Queue
+from tests import chaos_tasks
+from tests.chaos_tasks import read_runs
+from tests.faults import Workers, wait_for
+from tests.helpers import claim_one, fill, sleep_past
+from tests.invariants import check_invariants
+from tests.test_worker import backend
+
+A = lane_id("USR", 1)
+
+
+def expire(r: redis.Redis, queue: Queue) -> tuple[str, int, list[str]]:
+    """Claim the lane's head with a 1 ms lease, let it run out, reap."""
+    c = claim_one(queue, lease_ms=1)
+    sleep_past(r, c.deadline_ms)
+    return c.job_id, c.token, queue.reap()
+
+
+def test_job_is_dead_when_its_lease_expired_max_attempts_times(
+    r: redis.Redis, queue: Queue
+) -> None:
+    poison, behind = fill(queue, A, 2)
+    for n in (1, 2):
+        job_id, _, reaped = expire(r, queue)
+        assert (job_id, reaped) == (poison, [poison])
+        row = queue.job(poison)
+        assert row is not None
+        assert (row["state"], row["expiries"]) == ("pending", str(n))
+        check_invariants(queue)
+    job_id, token, reaped = expire(r, queue)
+    assert (job_id, reaped) == (poison, [poison])
+    row = queue.job(poison)
+    assert row is not None
+    assert (row["state"], row["expiries"], row["fails"]) == ("dead", "3", "0")
+    error = json.loads(row["error"])
+    assert error["exception_class_path"] == "django_emq.exceptions.LeaseExpired"
+    assert "expired 3 times" in error["traceback"]
+    assert [json.loads(e) for e in json.loads(row["errors"])] == [error]
+    assert queue.totals().dead == 1
+    with pytest.raises(StaleToken):
+        queue.complete(poison, token)
+    assert claim_one(queue).job_id == behind, "the lane moved on"
+    check_invariants(queue)
+
+
+def test_max_attempts_one_makes_the_first_expiry_final(r: redis.Redis) -> None:
+    queue = Queue("q", connection=r, max_attempts=1)
+    (job,) = fill(queue, A, 1)
+    expire(r, queue)
+    assert (queue.job(job) or {})["state"] == "dead"
+    check_invariants(queue)
+
+
+def test_a_dead_poison_job_retried_by_hand_gets_its_expiries_back(
+    r: redis.Redis, queue: Queue
+) -> None:
+    (poison,) = fill(queue, A, 1)
+    for _ in range(3):
+        expire(r, queue)
+    assert queue.retry_dead([poison]) == 1
+    expire(r, queue)
+    row = queue.job(poison)
+    assert row is not None
+    assert (row["state"], row["expiries"]) == ("pending", "1")
+    check_invariants(queue)
+
+
+def test_release_is_not_an_expiry(r: redis.Redis, queue: Queue) -> None:
+    (job,) = fill(queue, A, 1)
+    for _ in range(5):
+        c = claim_one(queue)
+        queue.release(c.job_id, c.token)
+    row = queue.job(job)
+    assert row is not None
+    assert (row["state"], row.get("expiries")) == ("pending", None)
+
+
+@pytest.fixture
+def workers(emq: redis.Redis, settings: Any, tmp_path: Path) -> Iterator[Workers]:
+    w = Workers(settings.EMQ["URL"], tmp_path)
+    yield w
+    w.close()
+
+
+def test_a_job_that_kills_every_worker_running_it_ends_dead(
+    emq: redis.Redis, settings: Any, workers: Workers
+) -> None:
+    """Real workers, restarted as a supervisor would: the poison job kills three
+    of them (its max attempts), then it is dead; its lane's other job runs."""
+    settings.EMQ = {**settings.EMQ, "MAX_ATTEMPTS": 3}
+    poison = enqueue_for(A, chaos_tasks.kills_its_worker, "poison")
+    behind = enqueue_for(A, chaos_tasks.tick, "behind")
+    q = backend().queue("default")
+
+    def state(job_id: str) -> str:
+        return (q.job(job_id) or {}).get("state", "")
+
+    deaths = 0
+    give_up = time.monotonic() + 60  # safety limit only
+    while state(poison.id) != "dead":
+        assert time.monotonic() < give_up, "the poison job never ended"
+        worker = workers.start("--concurrency", "1", "--lease", "1")
+        while worker.alive() and state(poison.id) != "dead":
+            time.sleep(0.05)
+        deaths += not worker.alive()
+    wait_for(lambda: state(behind.id) == "done", what="the lane's other job done")
+    runs = read_runs(workers.runs)
+    assert [run.attempt for run in runs["poison"]] == [1, 2, 3]
+    assert deaths == 3
+    poison.refresh()
+    assert poison.status == TaskResultStatus.FAILED
+    assert poison.errors[-1].exception_class is LeaseExpired
+    assert "died or froze every time" in poison.errors[-1].traceback
+    check_invariants(q)

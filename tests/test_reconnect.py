@@ -1,0 +1,156 @@
+"""A worker whose Valkey server goes away under it (killed, then started again
+from its append-only file on the same port) rides the outage out: it backs
+off, reconnects, records the outcomes of the jobs it was running, and goes on,
+with no job lost and none run twice."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from django_emq import lane_id
+from django_emq.backend import FairLanesBackend
+from django_emq.queue import Queue
+from tests import chaos_tasks
+from tests.chaos_tasks import read_runs
+from tests.faults import RestartableServer, Workers, wait_for
+from tests.invariants import check_invariants
+
+JOBS = 12
+LANES = 4
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RestartableServer]:
+    s = RestartableServer(tmp_path / "valkey", fsync="always")
+    s.start()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def workers(server: RestartableServer, tmp_path: Path) -> Iterator[Workers]:
+    w = Workers(server.url, tmp_path)
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def queue(server: RestartableServer, settings: Any) -> Queue:
+    settings.EMQ = {**settings.EMQ, "URL": server.url}
+    return FairLanesBackend("reconnect", {"QUEUES": ["default"]}).queue("default")
+
+
+def stat(server: RestartableServer, queue: Queue, name: str) -> int | None:
+    """A queue counter; ``None`` while the server is down."""
+    client = server.client()
+    try:
+        return int(client.hget(queue.keys.stats, name) or 0)
+    except (redis.ConnectionError, redis.TimeoutError):
+        return None
+    finally:
+        client.close()
+
+
+def parked(server: RestartableServer) -> bool:
+    """Whether a client is blocked in BLPOP on the server (a parked worker)."""
+    client = server.client()
+    try:
+        return any(c["cmd"] == "blpop" and "b" in c["flags"] for c in client.client_list())
+    finally:
+        client.close()
+
+
+def enqueue(queue: Queue, seconds: float) -> list[str]:
+    labels = [f"job{i:02d}" for i in range(JOBS)]
+    queue.enqueue_many(
+        {
+            "lane": lane_id("USR", 1 + i % LANES),
+            "task_path": chaos_tasks.nap.module_path,
+            "args": [label, seconds],
+            "job_id": label,
+        }
+        for i, label in enumerate(labels)
+    )
+    return labels
+
+
+def assert_each_ran_once(queue: Queue, workers: Workers, labels: list[str]) -> None:
+    runs = read_runs(workers.runs)
+    assert {label: len(runs.get(label, [])) for label in labels} == dict.fromkeys(labels, 1)
+    for label in labels:
+        row = queue.job(label)
+        assert row is not None
+        assert (row["state"], row["attempts"]) == ("done", "1")
+    totals = queue.totals()
+    assert (totals.pending, totals.active, totals.scheduled, totals.dead) == (0, 0, 0, 0)
+    check_invariants(queue)
+
+
+def test_worker_rides_out_a_server_restart_mid_work(
+    server: RestartableServer, workers: Workers, queue: Queue
+) -> None:
+    labels = enqueue(queue, 0.5)
+    worker = workers.start("--concurrency", "2", "--lease", "10")
+    wait_for(lambda: len(read_runs(workers.runs)) == 2, what="two jobs running")
+    # Down for longer than a job takes: the two running jobs finish while the
+    # server is away, so the worker must keep their outcomes until it is back.
+    server.restart(down_for=2.5)
+    wait_for(lambda: stat(server, queue, "completed") == JOBS, what="every job done")
+
+    assert worker.alive()
+    assert "Valkey unreachable" in worker.output()
+    assert_each_ran_once(queue, workers, labels)
+
+
+def test_parked_worker_reconnects_after_a_restart(
+    server: RestartableServer, workers: Workers, queue: Queue
+) -> None:
+    worker = workers.start("--concurrency", "2", "--lease", "10")
+    wait_for(lambda: "worker " in worker.output(), what="the worker up")
+    server.restart(down_for=1.0)
+    labels = enqueue(queue, 0.0)
+    wait_for(lambda: stat(server, queue, "completed") == JOBS, what="every job done")
+    assert worker.alive()
+    assert_each_ran_once(queue, workers, labels)
+
+
+def test_worker_started_while_the_server_is_down_waits_for_it(
+    server: RestartableServer, workers: Workers, queue: Queue
+) -> None:
+    server.kill()
+    worker = workers.start("--concurrency", "2", "--lease", "10")
+    wait_for(lambda: "Valkey unreachable" in worker.output(), what="the worker retrying")
+    assert worker.alive()
+    server.start()
+    labels = enqueue(queue, 0.0)
+    wait_for(lambda: stat(server, queue, "completed") == JOBS, what="every job done")
+    assert_each_ran_once(queue, workers, labels)
+
+
+def test_parked_worker_does_not_hang_on_a_server_that_stopped_answering(
+    server: RestartableServer, tmp_path: Path, queue: Queue
+) -> None:
+    """A frozen server (SIGSTOP) answers nothing and resets nothing, like a peer
+    gone without a trace: a parked worker's read times out instead of blocking
+    forever, and it carries on once the server answers again."""
+    short = {"EMQ_TEST_SETTINGS": json.dumps({"ENQUEUE_TIMEOUT": 0.5})}
+    workers = Workers(server.url, tmp_path, short)
+    try:
+        worker = workers.start("--concurrency", "2", "--lease", "10")
+        wait_for(lambda: parked(server), what="the worker parked on its wake list")
+        server.freeze()
+        wait_for(lambda: "lost Valkey while parked" in worker.output(), what="the park timed out")
+        assert worker.alive()
+        server.thaw()
+        labels = enqueue(queue, 0.0)
+        wait_for(lambda: stat(server, queue, "completed") == JOBS, what="every job done")
+        assert_each_ran_once(queue, workers, labels)
+    finally:
+        server.thaw()
+        workers.close()
