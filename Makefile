@@ -58,7 +58,8 @@ docs-serve: $(STAMP)
 test: lint typecheck pytest docs
 
 bench: $(STAMP)
-	$(BIN)/python bench/lanes.py
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/run.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache site

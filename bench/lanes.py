@@ -9,9 +9,12 @@ the number of lanes, so the rate should not fall as lanes grow.
 
 Each lane count is timed in ``--repeat`` rounds, interleaved across the lane
 counts, and the best round is reported (client and server share one machine;
-the other rounds met noise). Every lane gets at least two jobs; lanes get more
-when the cycles would otherwise empty them (10 lanes x 5,000 cycles), so the
-number of non-empty lanes stays N while the clock runs.
+the other rounds met noise). Every lane gets one job more than the claims will
+take from it: the lanes join the ring in the order their first job is enqueued,
+so the claims reach the first lanes of the ring only (all of them, several
+times over, with 10 lanes x 5,000 cycles; the first 15,200 of 1,000,000) and
+only those get more than one. The number of non-empty lanes stays N while the
+clock runs, and a million lanes cost a million jobs, not two million.
 
 Run from the repository root::
 
@@ -55,7 +58,8 @@ class Result:
     """One lane count's measurement."""
 
     lanes: int
-    jobs_per_lane: int
+    jobs: int
+    fill_bytes: int
     cycles: int
     repeat: int
     seconds: float
@@ -78,16 +82,31 @@ def parse_counts(text: str) -> list[int]:
     return counts
 
 
-def fill(queue: Queue, lanes: int, per_lane: int) -> float:
-    """Enqueue ``per_lane`` jobs on each of ``lanes`` lanes; returns jobs per second."""
+def lane_jobs(lanes: int, claims: int) -> list[int]:
+    """Jobs each lane needs, by ring position: one more than the claims that reach it
+    (``claims`` single claims serve the ring's lanes in order, round after round)."""
+    rounds, extra = divmod(claims, lanes)
+    return [rounds + (1 if p < extra else 0) + 1 for p in range(lanes)]
+
+
+def fill(queue: Queue, lanes: int, claims: int) -> tuple[int, float]:
+    """Give ``lanes`` lanes enough jobs for ``claims`` claims, none left empty; returns
+    (jobs enqueued, jobs per second). Round r enqueues one job on every lane that needs
+    more than r, so round 0 puts every lane on the ring in lane order."""
     names = [lane_id("USR", n) for n in range(lanes)]
-    jobs: list[dict[str, Any]] = [
-        {"lane": lane, "task_path": TASK, "args": [i]} for i in range(per_lane) for lane in names
-    ]
+    need = lane_jobs(lanes, claims)
+    total = 0
     start = time.perf_counter()
-    for i in range(0, len(jobs), CHUNK):
-        queue.enqueue_many(jobs[i : i + CHUNK])
-    return len(jobs) / (time.perf_counter() - start)
+    for r in range(max(need)):
+        # need[] never grows along the ring, so the lanes of round r are a prefix.
+        count = next((p for p, n in enumerate(need) if n <= r), lanes)
+        for i in range(0, count, CHUNK):
+            queue.enqueue_many(
+                {"lane": names[p], "task_path": TASK, "args": [r]}
+                for p in range(i, min(i + CHUNK, count))
+            )
+        total += count
+    return total, total / (time.perf_counter() - start)
 
 
 def cycle(queue: Queue) -> None:
@@ -118,7 +137,8 @@ class Setup:
 
     lanes: int
     queue: Queue
-    jobs_per_lane: int
+    jobs: int
+    fill_bytes: int
     enqueue_jobs_per_s: float
     rounds: list[tuple[float, float]]
 
@@ -127,14 +147,19 @@ def prepare(client: redis.Redis, lanes: int, cycles: int, repeat: int) -> Setup:
     """A queue of its own (``bench<lanes>``) with ``lanes`` non-empty lanes, deep
     enough that none empties during ``repeat`` rounds of ``cycles`` cycles."""
     queue = Queue(f"bench{lanes}", connection=client)
-    needed = cycles * repeat + WARM_UP
-    per_lane = max(2, -(-needed // lanes) + 1)
-    enqueue_rate = fill(queue, lanes, per_lane)
+    before = _used_memory(client)
+    jobs, enqueue_rate = fill(queue, lanes, cycles * repeat + WARM_UP)
+    fill_bytes = _used_memory(client) - before
     for _ in range(WARM_UP):  # scripts loaded, connection warm
         cycle(queue)
     if client.llen(queue.keys.ring) != lanes:
         raise RuntimeError("a lane left the ring before the measurement")
-    return Setup(lanes, queue, per_lane, enqueue_rate, [])
+    return Setup(lanes, queue, jobs, fill_bytes, enqueue_rate, [])
+
+
+def _used_memory(client: redis.Redis) -> int:
+    info: dict[str, Any] = client.info("memory")
+    return int(info["used_memory"])
 
 
 def result(setup: Setup, cycles: int) -> Result:
@@ -143,7 +168,8 @@ def result(setup: Setup, cycles: int) -> Result:
     server_us = min(us for _, us in setup.rounds)
     return Result(
         lanes=setup.lanes,
-        jobs_per_lane=setup.jobs_per_lane,
+        jobs=setup.jobs,
+        fill_bytes=setup.fill_bytes,
         cycles=cycles,
         repeat=len(setup.rounds),
         seconds=round(seconds, 4),
@@ -158,13 +184,15 @@ def measure(client: redis.Redis, counts: Sequence[int], cycles: int, repeat: int
     """Fill one queue per lane count (all in one server, so every count runs against
     the same keyspace), then time the counts in interleaved rounds, so a burst of
     noise on the machine hits one round of each rather than every round of one."""
-    client.flushall()
+    # Not lazily (Valkey frees in the background by default): fill_bytes reads used_memory.
+    client.execute_command("FLUSHALL", "SYNC")  # type: ignore[no-untyped-call]
     setups = []
     for lanes in counts:
         setups.append(prepare(client, lanes, cycles, repeat))
         print(
-            f"{lanes:>9,} lanes ready ({setups[-1].jobs_per_lane} jobs/lane, enqueued at "
-            f"{setups[-1].enqueue_jobs_per_s:,.0f} jobs/s)",
+            f"{lanes:>9,} lanes ready ({setups[-1].jobs:,} jobs, enqueued at "
+            f"{setups[-1].enqueue_jobs_per_s:,.0f} jobs/s, "
+            f"{setups[-1].fill_bytes / 2**20:,.0f} MiB)",
             flush=True,
         )
     for n in range(repeat):

@@ -1,0 +1,1 @@
+"""Benchmarks of django-emq (run on demand, never part of the test suite)."""
