@@ -60,16 +60,18 @@ for _ = 1, turns do
     for i = 1, #popped, 2 do
       local id = popped[i]
       local jk = jobKey(prefix, id)
-      local token = redis.call('HINCRBY', jk, 'attempts', 1)
-      -- group and seq are rewritten from where the job was popped: a row that
-      -- lost them (edited by hand) still settles and returns to its lane.
-      redis.call('HSET', jk, 'state', 'active', 'claimed', now, 'worker', worker,
-        'group', lane, 'seq', popped[i + 1])
-      redis.call('HSETNX', jk, 'started', now)
-      local row = redis.call('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'workers', 'started')
+      -- One read and one write of the row per job (the hot path's cost).
+      local row = redis.call('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'workers', 'started',
+        'attempts')
+      local token = (tonumber(row[7]) or 0) + 1
       local workers = worker
       if row[5] and row[5] ~= '' then workers = row[5] .. ',' .. worker end
-      redis.call('HSET', jk, 'workers', workers)
+      if not row[6] then row[6] = now end
+      -- group and seq are rewritten from where the job was popped: a row that
+      -- lost them (edited by hand) still settles and returns to its lane.
+      redis.call('HSET', jk, 'attempts', token, 'state', 'active', 'claimed', now,
+        'worker', worker, 'workers', workers, 'started', row[6], 'group', lane,
+        'seq', popped[i + 1])
       redis.call('ZADD', Q.active, deadline, id)
       redis.call('ZADD', laneActive, now, id)
       local n = #out
