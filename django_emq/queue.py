@@ -12,10 +12,10 @@ import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, RedisClusterException
 
 from . import calls
 from .exceptions import EnqueueError, check_code
@@ -23,6 +23,9 @@ from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .keys import QueueKeys
 from .payload import DEFAULT_MAX_PAYLOAD, decode, encode_arguments, encode_result
 from .scripts import Scripts
+
+if TYPE_CHECKING:
+    from .connection import Client
 
 #: Largest weight a lane may carry: one turn serves at most this many of its jobs.
 MAX_WEIGHT = 1000
@@ -128,7 +131,7 @@ class Queue:
         self,
         name: str = "default",
         *,
-        connection: redis.Redis,
+        connection: Client,
         max_attempts: int = 3,
         result_ttl: timedelta = timedelta(days=1),
         max_payload: int = DEFAULT_MAX_PAYLOAD,
@@ -201,7 +204,7 @@ class Queue:
         call = self._prepare(lane, task_path, args, kwargs, job_id, run_after, max_attempts, meta)
         try:
             reply = self._run(call)
-        except redis.RedisError as exc:
+        except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
         return Enqueued(str(call.args[0]), _text(reply[1]), reply[0] == 0)
 
@@ -240,7 +243,7 @@ class Queue:
                     self._run(prepared[i], again)
                 for i, reply in zip(missing, again.execute(), strict=True):
                     replies[i] = reply
-        except redis.RedisError as exc:
+        except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
         for reply in replies:
             if isinstance(reply, redis.RedisError):
@@ -254,8 +257,8 @@ class Queue:
             for call, reply in zip(prepared, replies, strict=True)
         ]
 
-    def _enqueue_error(self, exc: redis.RedisError) -> EnqueueError:
-        if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+    def _enqueue_error(self, exc: Exception) -> EnqueueError:
+        if isinstance(exc, redis.ConnectionError | redis.TimeoutError | RedisClusterException):
             return EnqueueError(f"could not reach Valkey to enqueue on {self.name!r}: {exc}")
         return EnqueueError(f"Valkey refused to enqueue on {self.name!r}: {exc}")
 

@@ -6,6 +6,14 @@ registered by scanning the folder (no hand-kept list). A line
 may include others; a cycle is an error. Running a script goes through
 redis-py's :class:`~redis.commands.core.Script`, which uses EVALSHA and
 reloads the script after a ``SCRIPT FLUSH``.
+
+On a Valkey Cluster the client is a :class:`~redis.cluster.RedisCluster`
+and each call goes to the node of its keys' slot (every key of a call shares
+the queue's hash tag). A script missing there (a new node, a promoted
+replica, a flush) is loaded on that node alone: redis-py's ``SCRIPT LOAD``
+goes to every primary, and fails while any one of them is down. redis-py's
+cluster pipeline refuses ``pipe.evalsha()``, so calls on a pipeline are
+queued as plain ``EVALSHA`` commands, routed by their keys.
 """
 
 from __future__ import annotations
@@ -17,7 +25,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from redis.cluster import ClusterPipeline, RedisCluster
 from redis.commands.core import Script
+from redis.exceptions import NoScriptError
 
 INCLUDE_RE = re.compile(r'^--\s*@include\s+"([a-z_]+)"\s*$', re.MULTILINE)
 NAME_RE = re.compile(r"([a-z_]+)-(\d+)\.lua")
@@ -89,7 +99,24 @@ class Scripts:
         numkeys, script = self._scripts[name]
         if len(keys) != numkeys:
             raise ScriptError(f"{name} takes {numkeys} keys, got {len(keys)}")
-        return script(keys=list(keys), args=list(args), client=client or self._client)
+        target = client or self._client
+        if isinstance(target, ClusterPipeline):  # it cannot load scripts: load it now
+            self._load_on_node_of(keys[0], script)
+            pipe: Any = target
+            return pipe.execute_command("EVALSHA", script.sha, numkeys, *keys, *args)
+        if isinstance(target, RedisCluster):
+            try:
+                return target.evalsha(script.sha, numkeys, *keys, *args)
+            except NoScriptError:
+                self._load_on_node_of(keys[0], script)
+                return target.evalsha(script.sha, numkeys, *keys, *args)
+        return script(keys=list(keys), args=list(args), client=target)
+
+    def _load_on_node_of(self, key: str, script: Script) -> None:
+        """Load ``script`` on the cluster node that serves ``key``'s slot."""
+        cluster: Any = self._client
+        node = cluster.get_node_from_key(key)
+        cluster.execute_command("SCRIPT LOAD", script.script, target_nodes=node)
 
     def pipelined(self, name: str, keys: Sequence[str], args: Sequence[Any], pipe: Any) -> None:
         """Queue operation ``name`` on ``pipe`` as a bare EVALSHA.
@@ -102,4 +129,5 @@ class Scripts:
         numkeys, script = self._scripts[name]
         if len(keys) != numkeys:
             raise ScriptError(f"{name} takes {numkeys} keys, got {len(keys)}")
-        pipe.evalsha(script.sha, numkeys, *keys, *args)
+        # execute_command, not pipe.evalsha(): a cluster pipeline refuses the latter.
+        pipe.execute_command("EVALSHA", script.sha, numkeys, *keys, *args)

@@ -34,10 +34,12 @@ from django.utils.module_loading import import_string
 
 from .backend import FairLanesBackend, result_from_row, task_error
 from .conf import emq_settings
-from .connection import new_connection, require_supported_server
+from .connection import UNAVAILABLE, new_connection, require_supported_server
 from .exceptions import CorruptJob, StaleToken
+from .parking import park, wake_groups
 from .payload import encode_result
 from .queue import Claim, Queue
+from .shards import Rotation, shards_of
 
 logger = logging.getLogger("django_emq.worker")
 
@@ -111,7 +113,7 @@ def _persist[T](record: Callable[[], T], patience: float = PERSIST_PATIENCE) -> 
         attempt += 1
         try:
             return record()
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+        except UNAVAILABLE as exc:
             if time.monotonic() >= give_up:
                 raise
             delay = min(2.0, 0.05 * 2**attempt)
@@ -193,7 +195,9 @@ class Worker:
         unknown = sorted(set(names) - backend.queues)
         if unknown:
             raise ValueError(f"queue(s) {', '.join(unknown)} not in the backend's QUEUES")
-        self.queues = [backend.queue(name) for name in names]
+        self.queues = [backend.engine(name) for name in names]
+        #: Every plain queue served: the queues, a sharded one's shards in its place.
+        self.shards = [shard for queue in self.queues for shard in shards_of(queue)]
         self.lease_ms = int((options.lease or s.lease) * 1000)
         self.beat_s = options.beat or min(s.beat, self.lease_ms / 3000)
         self.grace_s = s.shutdown_grace if options.grace is None else options.grace
@@ -202,7 +206,7 @@ class Worker:
         self.stopping = threading.Event()
         self.counts = {"done": 0, "retry": 0, "dead": 0, "stale": 0}
         self.claimed = 0
-        self._next_queue = 0
+        self._rotation = Rotation(self.queues)
         self._last_beat = 0.0
         self._last_summary = time.monotonic()
         self._signals = 0
@@ -213,6 +217,7 @@ class Worker:
         # connection that went silent (server frozen, peer gone without a reset)
         # cannot block the worker forever.
         self._park = new_connection(socket_timeout=self.beat_s + s.enqueue_timeout)
+        self._wake = wake_groups(self._park, [q.keys.wake for q in self.shards])
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -263,8 +268,8 @@ class Worker:
         (a worker started during an outage waits for it). False if stopped first."""
         while not self.stopping.is_set():
             try:
-                require_supported_server(self.queues[0].connection)
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                require_supported_server(self.shards[0].connection)
+            except UNAVAILABLE as exc:
                 self._lost_server(exc)
                 continue
             self._outage = 0
@@ -286,7 +291,7 @@ class Worker:
             if free > 0:
                 try:
                     claims = self._claim(free)
-                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                except UNAVAILABLE as exc:
                     self._lost_server(exc)
                     continue
                 except redis.ResponseError as exc:  # a script error (a corrupt row?): go on
@@ -326,14 +331,16 @@ class Worker:
         self.stopping.wait(delay)
 
     def _claim(self, free: int) -> list[tuple[Queue, Claim]]:
-        """Claim up to ``free`` jobs, trying the queues in turn from where we left off."""
-        for step in range(len(self.queues)):
-            queue = self.queues[(self._next_queue + step) % len(self.queues)]
-            claims = queue.claim(self.lease_ms, turns=free, worker_id=self.worker_id, max_jobs=free)
-            if claims:
-                self._next_queue = (self._next_queue + step + 1) % len(self.queues)
-                return [(queue, c) for c in claims]
-        return []
+        """Claim up to ``free`` jobs, trying the queues in turn from where we left off
+        (a sharded queue takes its shards in turn within its own turn); a queue
+        whose server cannot answer is passed over while the others are served."""
+        found = self._rotation.claim(
+            self.lease_ms, turns=free, worker_id=self.worker_id, max_jobs=free
+        )
+        if found is None:
+            return []
+        queue, claims = found
+        return [(queue, c) for c in claims]
 
     def _collect(self) -> None:
         for job_id, job in list(self.running.items()):
@@ -358,7 +365,7 @@ class Worker:
             )
 
     def _nothing_due(self) -> bool:
-        for queue in self.queues:
+        for queue in self.shards:
             queue.reap()
             promoted, next_due = queue.promote()
             if promoted or (next_due is not None and next_due <= time.time() * 1000):
@@ -369,34 +376,42 @@ class Worker:
         return True
 
     def _park_until_woken(self) -> None:
-        """Block on every queue's wake list until a job arrives or the beat is due."""
+        """Block on every queue's wake list until a job arrives or the beat is due
+        (on a cluster: on each slot's lists in turn, see :mod:`django_emq.parking`)."""
         timeout = max(0.01, self.beat_s - (time.monotonic() - self._last_beat))
         try:
-            self._park.blpop([q.keys.wake for q in self.queues], timeout=timeout)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            park(self._park, self._wake, timeout)
+        except UNAVAILABLE as exc:
             logger.warning("lost Valkey while parked (%s); retrying", exc)
             self.stopping.wait(min(timeout, 1.0))
 
     # -- periodic duties -------------------------------------------------------
 
     def beat(self) -> None:
-        """Extend running leases, reap expired ones, promote due jobs, report in."""
+        """Extend running leases, reap expired ones, promote due jobs, report in.
+
+        A call whose server cannot answer is skipped, not the rest: on a
+        cluster, the jobs and queues of the nodes that answer get their beat
+        while another node fails over."""
         self._last_beat = time.monotonic()
-        try:
-            for job in list(self.running.values()):
-                if job.settled.is_set() or job.lost:
-                    continue
-                try:
-                    job.queue.extend(job.claim.job_id, job.claim.token, self.lease_ms)
-                except StaleToken:
-                    if not job.settled.is_set():  # else it just finished: nothing lost
-                        job.lost = True
-                        logger.warning(
-                            "job %s: lease expired before it could be extended; another "
-                            "worker may run it, and this run's outcome will be refused",
-                            job.claim.job_id,
-                        )
-            for queue in self.queues:
+        missed: list[Exception] = []
+        for job in list(self.running.values()):
+            if job.settled.is_set() or job.lost:
+                continue
+            try:
+                job.queue.extend(job.claim.job_id, job.claim.token, self.lease_ms)
+            except StaleToken:
+                if not job.settled.is_set():  # else it just finished: nothing lost
+                    job.lost = True
+                    logger.warning(
+                        "job %s: lease expired before it could be extended; another "
+                        "worker may run it, and this run's outcome will be refused",
+                        job.claim.job_id,
+                    )
+            except UNAVAILABLE as exc:
+                missed.append(exc)
+        for queue in self.shards:
+            try:
                 queue.reap()
                 queue.promote()
                 queue.connection.hset(
@@ -412,8 +427,10 @@ class Worker:
                         }
                     ),
                 )
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            logger.warning("beat: Valkey unreachable (%s); will retry", exc)
+            except UNAVAILABLE as exc:
+                missed.append(exc)
+        if missed:
+            logger.warning("beat: Valkey unreachable (%s); will retry", missed[0])
         if self.options.health_file is not None:
             self.options.health_file.touch()
         if time.monotonic() - self._last_summary >= 60:
@@ -446,13 +463,13 @@ class Worker:
                 logger.info("job %s released back to the head of lane %s", job_id, job.claim.lane)
             except StaleToken:
                 pass
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+            except UNAVAILABLE as exc:
                 logger.warning("job %s: could not release (%s); its lease will expire", job_id, exc)
         self.running.clear()
 
     def _forget(self) -> None:
         try:
-            for queue in self.queues:
+            for queue in self.shards:
                 queue.connection.hdel(queue.keys.workers, self.worker_id)
-        except (redis.ConnectionError, redis.TimeoutError):
+        except UNAVAILABLE:
             pass

@@ -10,6 +10,7 @@ from typing import Any
 
 import redis
 
+from django_emq.connection import Client
 from django_emq.ids import lane_id
 from django_emq.queue import Claim, Queue
 
@@ -55,27 +56,27 @@ def _texts(values: Any) -> list[str]:
     return [_text(v) for v in values]
 
 
-def ring(r: redis.Redis, queue: Queue) -> list[str]:
+def ring(r: Client, queue: Queue) -> list[str]:
     """The ring, head first."""
     return _texts(r.lrange(queue.keys.ring, 0, -1))
 
 
-def on_ring(r: redis.Redis, queue: Queue) -> set[str]:
+def on_ring(r: Client, queue: Queue) -> set[str]:
     """The on-ring membership set."""
     return set(_texts(r.smembers(queue.keys.on_ring)))
 
 
-def pending(r: redis.Redis, queue: Queue, lane: str) -> list[str]:
+def pending(r: Client, queue: Queue, lane: str) -> list[str]:
     """A lane's pending job ids, oldest first."""
     return _texts(r.zrange(queue.keys.pending(lane), 0, -1))
 
 
-def active(r: redis.Redis, queue: Queue) -> list[str]:
+def active(r: Client, queue: Queue) -> list[str]:
     """Claimed job ids, earliest deadline first."""
     return _texts(r.zrange(queue.keys.active, 0, -1))
 
 
-def dump(r: redis.Redis) -> dict[str, tuple[str, Any, bool]]:
+def dump(r: Client) -> dict[str, tuple[str, Any, bool]]:
     """Every key of the database with its type and contents (TTLs as has-a-TTL)."""
     state: dict[str, tuple[str, Any, bool]] = {}
     for key in _texts(r.keys("*")):
@@ -97,19 +98,25 @@ def dump(r: redis.Redis) -> dict[str, tuple[str, Any, bool]]:
     return state
 
 
+def plain(client: Client) -> redis.Redis:
+    """``client``, asserted to be a single-server client (not a cluster client)."""
+    assert isinstance(client, redis.Redis), f"{client!r} is not a single-server client"
+    return client
+
+
 def new_client(r: redis.Redis) -> redis.Redis:
     """Another client (its own connections) on ``r``'s server and database."""
     kwargs = r.connection_pool.connection_kwargs
     return redis.Redis(host=kwargs["host"], port=kwargs["port"], db=kwargs.get("db", 0))
 
 
-def server_ms(r: redis.Redis) -> int:
+def server_ms(r: Client) -> int:
     """The server clock in milliseconds (the clock leases and schedules use)."""
     seconds, micros = r.time()
     return int(seconds) * 1000 + int(micros) // 1000
 
 
-def sleep_past(r: redis.Redis, deadline_ms: int) -> None:
+def sleep_past(r: Client, deadline_ms: int) -> None:
     """Sleep until the server clock is past ``deadline_ms``."""
     while server_ms(r) <= deadline_ms:
         time.sleep(0.01)

@@ -40,7 +40,9 @@ A, B = lane_id("USR", 1), lane_id("USR", 2)
 #: Python-side calls on a client or pipeline, as this package writes them.
 PY_CALL = re.compile(r"\b(?:pipe|connection|client|_park|again)\.([a-z_]+)\(")
 #: Client methods that are not commands.
-NOT_COMMANDS = {"pipeline", "execute", "close", "register_script"}
+NOT_COMMANDS = {"pipeline", "execute", "close", "register_script", "execute_command"}
+#: A command sent by name (``pipe.execute_command("TIME")``).
+NAMED_CALL = re.compile(r'\.execute_command\(\s*"([A-Z]+(?: [A-Z]+)?)"')
 LUA_CALL = re.compile(r"redis\.p?call\(\s*'([A-Za-z]+)'")
 
 
@@ -124,6 +126,7 @@ def test_the_acl_grants_every_command_the_python_code_sends() -> None:
         if path.name == "embedded.py":  # manages the development server, not the app's data
             continue
         sent |= set(PY_CALL.findall(path.read_text())) - NOT_COMMANDS
+        sent |= {name.lower().replace(" ", "|") for name in NAMED_CALL.findall(path.read_text())}
     # redis-py runs scripts with EVALSHA and loads them after a flush or restart.
     sent |= {"evalsha", "script|load", "script|exists"}
     assert {"blpop", "info", "hset"} <= sent

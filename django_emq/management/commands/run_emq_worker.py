@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import time
 from argparse import ArgumentParser, ArgumentTypeError
 from pathlib import Path
 from typing import Any
 
+import redis
 from django.core.management.base import BaseCommand, CommandError
 from django.tasks import task_backends
 from django.utils import autoreload
@@ -15,6 +17,9 @@ from django_emq.backend import FairLanesBackend
 from django_emq.worker import Worker, WorkerOptions
 
 LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
+#: Seconds between tries to start while no node of a cluster answers.
+START_RETRY = 1.0
+logger = logging.getLogger("django_emq.worker")
 
 
 def positive_int(text: str) -> int:
@@ -107,10 +112,15 @@ class Command(BaseCommand):
         )
 
         def run() -> None:
-            try:
-                worker = Worker(backend, worker_options)
-            except ValueError as exc:
-                raise CommandError(str(exc)) from None
+            while True:
+                try:
+                    worker = Worker(backend, worker_options)
+                    break
+                except ValueError as exc:
+                    raise CommandError(str(exc)) from None
+                except redis.ConnectionError as exc:  # a cluster client connects at once
+                    logger.warning("Valkey unreachable (%s); retrying in %gs", exc, START_RETRY)
+                    time.sleep(START_RETRY)
             worker.install_signal_handlers()
             worker.run()
 
