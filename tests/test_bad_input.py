@@ -370,3 +370,21 @@ def test_a_worker_process_survives_every_bad_job(
     finally:
         workers.close()
     check_invariants(q)
+
+
+def test_a_scheduled_row_that_lost_its_seq_is_promoted_to_its_lane_head(
+    r: redis.Redis,
+) -> None:
+    q = Queue("q", connection=r)
+    lane = "USR00000000001"
+    q.enqueue(lane, "tests.tasks.add", [1, 2])
+    later = q.enqueue(
+        lane, "tests.tasks.add", [3, 4], run_after=datetime.now(UTC) + timedelta(seconds=30)
+    )
+    r.hdel(q.keys.job(later.job_id), "seq")
+    r.zadd(q.keys.schedule, {later.job_id: 0})  # due now
+    promoted, _ = q.promote()
+    assert promoted == 1
+    claims = q.claim(1000, turns=2, max_jobs=2)
+    assert claims is not None
+    assert claims[0].job_id == later.job_id

@@ -35,9 +35,12 @@ for _, id in ipairs(due) do
   local row = redis.call('HMGET', jk, 'group', 'seq')
   if row[1] then
     local pendingKey = laneKey(prefix, row[1])
-    redis.call('HSET', jk, 'state', 'pending')
+    -- A row that lost its seq (edited by hand) goes to the head of its lane
+    -- rather than failing half-way and stranding the job in no set.
+    local seq = tonumber(row[2]) or 0
+    redis.call('HSET', jk, 'state', 'pending', 'seq', seq)
     redis.call('HDEL', jk, 'due')
-    addPending(Q, row[1], pendingKey, id, row[2])
+    addPending(Q, row[1], pendingKey, id, seq)
     joinRing(Q, row[1], pendingKey)
   end
 end

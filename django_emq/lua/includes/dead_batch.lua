@@ -16,8 +16,9 @@ local function deadBatch(Q, prefix, lane, limit, ids)
   for _, id in ipairs(ids) do
     local jk = jobKey(prefix, id)
     local row = redis.call('HMGET', jk, 'state', 'group', 'seq')
-    if row[1] == 'dead' and (lane == '' or row[2] == lane) then
-      batch[#batch + 1] = {id, jk, row[2], row[3]}
+    if row[1] == 'dead' and row[2] and (lane == '' or row[2] == lane) then
+      -- A row that lost its seq (edited by hand) goes to the head of its lane.
+      batch[#batch + 1] = {id, jk, row[2], tonumber(row[3]) or 0}
     elseif fromLane then
       redis.call('ZREM', laneDeadKey(prefix, lane), id)
       if row[1] ~= 'dead' then redis.call('ZREM', Q.dead, id) end
