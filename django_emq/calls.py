@@ -126,7 +126,7 @@ def release(k: QueueKeys, job_id: str, token: int) -> Call:
     return Call("release", keys, [k.prefix, job_id, token])
 
 
-def reap(k: QueueKeys, limit: int) -> Call:
+def reap(k: QueueKeys, limit: int, max_expiries: int) -> Call:
     keys = [
         k.ring,
         k.on_ring,
@@ -139,7 +139,7 @@ def reap(k: QueueKeys, limit: int) -> Call:
         k.wake,
         k.dead,
     ]
-    return Call("reap", keys, [k.prefix, limit])
+    return Call("reap", keys, [k.prefix, limit, max_expiries])
 
 
 def promote(k: QueueKeys, limit: int) -> Call:

@@ -35,6 +35,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "LANE_BRANDS",
         "LEASE",
         "MAX_ATTEMPTS",
+        "MAX_EXPIRIES",
         "RESULT_TTL",
         "MAX_PAYLOAD",
         "RETRY_BACKOFF",
@@ -51,6 +52,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
     {
         "LEASE": 30.0,
         "MAX_ATTEMPTS": 3,
+        "MAX_EXPIRIES": 3,
         "RESULT_TTL": 86400.0,
         "MAX_PAYLOAD": 1024 * 1024,
         "RETRY_BACKOFF": 1.0,
@@ -87,6 +89,8 @@ class EMQSettings:
     lane_brands: Mapping[str, str]
     lease: float
     max_attempts: int
+    #: Lease expiries (its worker died or froze) before a job is dead.
+    max_expiries: int
     result_ttl: float
     max_payload: int
     retry_backoff: float
@@ -105,6 +109,7 @@ class EMQSettings:
         """Keyword arguments for :class:`django_emq.queue.Queue` from these settings."""
         return {
             "max_attempts": self.max_attempts,
+            "max_expiries": self.max_expiries,
             "result_ttl": timedelta(seconds=self.result_ttl),
             "max_payload": self.max_payload,
         }
@@ -183,6 +188,7 @@ def _read() -> tuple[dict[str, Any], list[str]]:
     field("LANE_BRANDS", functools.partial(_brands, user_label=user_label), {})
     field("LEASE", _positive_duration, DEFAULTS["LEASE"])
     field("MAX_ATTEMPTS", _positive_int, DEFAULTS["MAX_ATTEMPTS"])
+    field("MAX_EXPIRIES", _positive_int, DEFAULTS["MAX_EXPIRIES"])
     field("RESULT_TTL", _positive_duration, DEFAULTS["RESULT_TTL"])
     field("MAX_PAYLOAD", _positive_int, DEFAULTS["MAX_PAYLOAD"])
     field("RETRY_BACKOFF", _duration, DEFAULTS["RETRY_BACKOFF"])

@@ -124,7 +124,9 @@ class Queue:
     """One queue of fair lanes on one Valkey server.
 
     ``result_ttl`` is how long a finished job's row (its result) is kept,
-    ``max_attempts`` how many failures a job may have before it is dead.
+    ``max_attempts`` how many failures a job may have before it is dead, and
+    ``max_expiries`` how many times its lease may expire (its worker died or
+    froze) before it is dead rather than returned to its lane.
     """
 
     def __init__(
@@ -133,6 +135,7 @@ class Queue:
         *,
         connection: Client,
         max_attempts: int = 3,
+        max_expiries: int = 3,
         result_ttl: timedelta = timedelta(days=1),
         max_payload: int = DEFAULT_MAX_PAYLOAD,
     ) -> None:
@@ -140,6 +143,7 @@ class Queue:
         self.keys = QueueKeys(name)
         self.connection = connection
         self.max_attempts = _positive_int("max_attempts", max_attempts)
+        self.max_expiries = _positive_int("max_expiries", max_expiries)
         self.result_ttl_ms = int(result_ttl.total_seconds() * 1000)
         self.max_payload = max_payload
         self._scripts = Scripts(connection)
@@ -331,7 +335,7 @@ class Queue:
         ``LeaseExpired`` error: a poison job does not come back forever."""
         reaped: list[str] = []
         while True:
-            batch = [_text(i) for i in self._run(calls.reap(self.keys, BATCH))]
+            batch = [_text(i) for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries))]
             reaped += batch
             if len(batch) < BATCH:
                 return reaped

@@ -261,7 +261,7 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "retry": calls.retry(k, job, 1, "boom", 0, dead=False),
         "extend": calls.extend(k, job, 1, 1000),
         "release": calls.release(k, job, 1),
-        "reap": calls.reap(k, 10),
+        "reap": calls.reap(k, 10, 3),
         "promote": calls.promote(k, 10),
         "pause": calls.pause(k, lane, True),
         "set_limit": calls.set_limit(k, lane, 2),

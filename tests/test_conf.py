@@ -159,9 +159,10 @@ def test_lane_brands_may_rebrand_the_user_model(settings: SettingsWrapper) -> No
 
 
 def test_queue_options_follow_settings(settings: SettingsWrapper) -> None:
-    settings.EMQ = {"MAX_ATTEMPTS": 5, "RESULT_TTL": 60, "MAX_PAYLOAD": 2048}
+    settings.EMQ = {"MAX_ATTEMPTS": 5, "MAX_EXPIRIES": 4, "RESULT_TTL": 60, "MAX_PAYLOAD": 2048}
     assert emq_settings().queue_options() == {
         "max_attempts": 5,
+        "max_expiries": 4,
         "result_ttl": timedelta(seconds=60),
         "max_payload": 2048,
     }

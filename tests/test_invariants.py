@@ -107,7 +107,7 @@ class QueueMachine(RuleBasedStateMachine):
     ) -> None:
         """A flushed database per example (hypothesis does not rerun fixtures), and a backlog."""
         self.client.flushall()
-        self.queue = Queue("q", connection=self.client, result_ttl=result_ttl)
+        self.queue = Queue("q", connection=self.client, result_ttl=result_ttl, max_expiries=2)
         done = self.queue.enqueue_many(
             {"lane": lane, "task_path": TASK, "run_after": run_after(w), "max_attempts": n}
             for lane, w, n in backlog
@@ -277,8 +277,8 @@ class QueueMachine(RuleBasedStateMachine):
             self._drop(job_id)
             row = self.queue.job(job_id)
             assert row is not None
-            # Out of lease expiries (as many as its max attempts): dead, not returned.
-            buried = int(row["expiries"]) >= int(row["max"])
+            # Out of lease expiries (the queue's max_expiries): dead, not returned.
+            buried = int(row["expiries"]) >= self.queue.max_expiries
             assert row["state"] == ("dead" if buried else "pending")
             event("reap", "buried" if buried else "returned")
         event("reap", "returned jobs" if reaped else "nothing expired")

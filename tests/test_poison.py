@@ -1,6 +1,6 @@
 """Poison jobs: a job whose worker dies (or freezes) every time it runs it is
 not returned to its lane forever. Each lease expiry is counted; when a job's
-lease has expired as many times as its max attempts, the reaper makes it dead
+lease has expired max_expiries times, the reaper makes it dead
 with a ``LeaseExpired`` error, and its lane moves on."""
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def test_job_is_dead_when_its_lease_expired_max_attempts_times(
     check_invariants(queue)
 
 
-def test_max_attempts_one_makes_the_first_expiry_final(r: redis.Redis) -> None:
-    queue = Queue("q", connection=r, max_attempts=1)
+def test_max_expiries_one_makes_the_first_expiry_final(r: redis.Redis) -> None:
+    queue = Queue("q", connection=r, max_expiries=1)
     (job,) = fill(queue, A, 1)
     expire(r, queue)
     assert (queue.job(job) or {})["state"] == "dead"
@@ -105,8 +105,8 @@ def test_a_job_that_kills_every_worker_running_it_ends_dead(
     emq: redis.Redis, settings: Any, workers: Workers
 ) -> None:
     """Real workers, restarted as a supervisor would: the poison job kills three
-    of them (its max attempts), then it is dead; its lane's other job runs."""
-    settings.EMQ = {**settings.EMQ, "MAX_ATTEMPTS": 3}
+    of them (MAX_EXPIRIES), then it is dead; its lane's other job runs."""
+    settings.EMQ = {**settings.EMQ, "MAX_EXPIRIES": 3}
     poison = enqueue_for(A, chaos_tasks.kills_its_worker, "poison")
     behind = enqueue_for(A, chaos_tasks.tick, "behind")
     q = backend().queue("default")
@@ -131,3 +131,11 @@ def test_a_job_that_kills_every_worker_running_it_ends_dead(
     assert poison.errors[-1].exception_class is LeaseExpired
     assert "died or froze every time" in poison.errors[-1].traceback
     check_invariants(q)
+
+
+def test_max_attempts_one_still_survives_a_killed_worker(r: redis.Redis) -> None:
+    queue = Queue("q", connection=r, max_attempts=1)
+    (job,) = fill(queue, A, 1)
+    expire(r, queue)
+    assert (queue.job(job) or {})["state"] == "pending"
+    check_invariants(queue)

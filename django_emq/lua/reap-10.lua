@@ -4,7 +4,7 @@
   holding an old token is refused when it tries to complete.
 
   Each expiry is counted on the row (`expiries`). A job whose lease has now
-  expired as many times as its max attempts is dead instead of returned: a
+  expired max_expiries times (ARGV[3]) is dead instead of returned: a
   poison job that kills or freezes every worker running it must not come back
   forever (and hold its lane's head) — its error says what happened.
 
@@ -23,6 +23,7 @@
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  limit     at most this many jobs per call
+  ARGV[3]  max_expiries  a job whose lease expired this many times is dead
 
   Returns the ids of the jobs whose lease expired (returned to their lanes,
   or dead).
@@ -34,6 +35,7 @@ local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
   wake = KEYS[9], dead = KEYS[10]}
 local prefix = ARGV[1]
+local maxExpiries = tonumber(ARGV[3])
 local now = nowMs()
 
 -- bury(id, jk, lane, expiries, worker): the job is dead with a LeaseExpired error.
@@ -41,7 +43,7 @@ local function bury(id, jk, lane, expiries, worker)
   leaveActive(Q, prefix, id, lane)
   local error = cjson.encode({
     exception_class_path = 'django_emq.exceptions.LeaseExpired',
-    traceback = 'the lease expired ' .. expiries .. ' times (its max attempts): the worker '
+    traceback = 'the lease expired ' .. expiries .. ' times (EMQ MAX_EXPIRIES): the worker '
       .. 'running it died or froze every time (last: ' .. (worker or '?') .. ')'})
   local ok, errors = pcall(cjson.decode, redis.call('HGET', jk, 'errors') or '[]')
   if not ok or type(errors) ~= 'table' then errors = {} end
@@ -57,12 +59,12 @@ end
 local expired = redis.call('ZRANGEBYSCORE', Q.active, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 for _, id in ipairs(expired) do
   local jk = jobKey(prefix, id)
-  local row = redis.call('HMGET', jk, 'group', 'max', 'worker')
+  local row = redis.call('HMGET', jk, 'group', 'worker')
   local lane = row[1]
   if lane then
     local expiries = redis.call('HINCRBY', jk, 'expiries', 1)
-    if expiries >= (tonumber(row[2] or '') or 1) then
-      bury(id, jk, lane, expiries, row[3])
+    if expiries >= maxExpiries then
+      bury(id, jk, lane, expiries, row[2])
     else
       returnToLane(Q, prefix, id, lane, jk)
     end
