@@ -302,6 +302,62 @@ class Queue:
         )
         check_code(reply, job_id)
 
+    def complete_then_claim(
+        self,
+        job_id: str,
+        token: int,
+        result: Any,
+        lease_ms: int,
+        *,
+        turns: int = 1,
+        worker_id: str | None = None,
+        max_jobs: int | None = None,
+    ) -> tuple[list[Claim], Exception | None]:
+        """:meth:`complete`, then :meth:`claim`, in one round trip: a worker's next
+        turn rides along with its last outcome.
+
+        Answers the claims (empty when no lane is serviceable, or when the claim
+        failed: the caller claims again on its own) and the complete's error
+        (``StaleToken``...), returned instead of raised so the claims, whose
+        leases are held, are never dropped. A lost connection raises: whether
+        the complete landed is unknown, and retrying it with :meth:`complete`
+        is safe (it is fenced by the token); a claim that landed unseen is
+        reaped when its lease runs out, like any lost claim reply.
+        """
+        _positive_int("lease_ms", lease_ms)
+        _positive_int("turns", turns, MAX_WEIGHT)
+        limit = turns * MAX_WEIGHT if max_jobs is None else _positive_int("max_jobs", max_jobs)
+        worker = worker_id or default_worker_id()
+        if not WORKER_ID_RE.fullmatch(worker):
+            raise ValueError(f"{worker!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
+        done = calls.complete(self.keys, job_id, token, encode_result(result), self.result_ttl_ms)
+        take = calls.claim(self.keys, lease_ms, turns, worker, limit)
+        pipe = self.connection.pipeline(transaction=False)
+        self._scripts.pipelined(done.script, done.keys, done.args, pipe)
+        self._scripts.pipelined(take.script, take.keys, take.args, pipe)
+        done_reply, take_reply = pipe.execute(raise_on_error=False)
+        # After a SCRIPT FLUSH the server ran neither: run them again, in order.
+        if isinstance(done_reply, NoScriptError):
+            done_reply = self._run(done)
+        if isinstance(take_reply, NoScriptError):
+            try:
+                take_reply = self._run(take)
+            except redis.RedisError:  # the outcome is recorded: claim again later
+                take_reply = None
+        claims: list[Claim] = []
+        if take_reply and not isinstance(take_reply, Exception):
+            claims = [
+                _claim(take_reply[i : i + CLAIM_STRIDE])
+                for i in range(0, len(take_reply), CLAIM_STRIDE)
+            ]
+        error: Exception | None = done_reply if isinstance(done_reply, Exception) else None
+        if error is None:
+            try:
+                check_code(done_reply, job_id)
+            except Exception as exc:
+                error = exc
+        return claims, error
+
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of
         attempts. Returns the job's new state (``pending``, ``scheduled`` or ``dead``)."""

@@ -370,7 +370,8 @@ class Rotation:
         now = time.monotonic()
         for step in range(count):
             index = (self._next + step) % count
-            if index in self._away and self._away[index][0] > now:
+            away = self._away.get(index)  # one lookup: another thread may pop it
+            if away is not None and away[0] > now:
                 continue
             try:
                 found = claim_from(
@@ -390,6 +391,7 @@ class Rotation:
             if found is not None:
                 self._next = (index + 1) % count
                 return found
-        if not answered and self._away:
-            raise max(self._away.values(), key=lambda away: away[0])[1]
+        errors = list(self._away.values())  # a copy: other threads may change it
+        if not answered and errors:
+            raise max(errors, key=lambda away: away[0])[1]
         return None

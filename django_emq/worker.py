@@ -18,7 +18,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +30,7 @@ from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus
 from django.tasks.signals import task_finished, task_started
 from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
+from redis.cluster import RedisCluster
 
 from .backend import FairLanesBackend, result_from_row, task_error
 from .conf import emq_settings
@@ -42,6 +42,10 @@ from .queue import Claim, Queue
 from .shards import Rotation, shards_of
 
 logger = logging.getLogger("django_emq.worker")
+
+#: What a claim may raise that the worker rides out: a lost server, or a script
+#: error (a corrupt row?).
+CLAIM_ERRORS: tuple[type[Exception], ...] = (*UNAVAILABLE, redis.ResponseError)
 
 
 @dataclass
@@ -61,7 +65,8 @@ class WorkerOptions:
 
 @dataclass
 class Running:
-    """A job this worker holds: its queue, its claim, the thread running it.
+    """A job this worker holds: its queue and its claim (run by the job thread
+    that claimed it).
 
     ``settled`` is set once its outcome is recorded (or refused): from then on
     the lease is not the worker's to extend. ``lost`` is set when an extension
@@ -70,7 +75,6 @@ class Running:
 
     queue: Queue
     claim: Claim
-    future: Future[str]
     settled: threading.Event = field(default_factory=threading.Event)
     lost: bool = False
     started: float = field(default_factory=time.monotonic)
@@ -121,18 +125,29 @@ def _persist[T](record: Callable[[], T], patience: float = PERSIST_PATIENCE) -> 
             time.sleep(random.uniform(delay / 2, delay))
 
 
-def run_job(queue: Queue, claim: Claim, alias: str, settled: threading.Event | None = None) -> str:
+def run_job(
+    queue: Queue,
+    claim: Claim,
+    alias: str,
+    settled: threading.Event | None = None,
+    complete: Callable[[Any], None] | None = None,
+) -> str:
     """Run one claimed job and record its outcome; returns ``done``, ``retry``,
     ``dead`` or ``stale`` (the lease moved on: the outcome was refused).
-    ``settled`` is set once the outcome is recorded or refused."""
+    ``settled`` is set once the outcome is recorded or refused. ``complete``,
+    if given, records a success instead of ``queue.complete`` (the worker's
+    sends its next claim along); it raises as ``queue.complete`` does and is
+    retried the same way."""
     try:
-        return _run_job(queue, claim, alias)
+        return _run_job(queue, claim, alias, complete)
     finally:
         if settled is not None:
             settled.set()
 
 
-def _run_job(queue: Queue, claim: Claim, alias: str) -> str:
+def _run_job(
+    queue: Queue, claim: Claim, alias: str, complete: Callable[[Any], None] | None = None
+) -> str:
     s = emq_settings()
     close_old_connections()
     try:
@@ -171,7 +186,10 @@ def _run_job(queue: Queue, claim: Claim, alias: str) -> str:
                 task_finished.send(FairLanesBackend, task_result=result)
                 return "dead"
             return "retry"
-        _persist(lambda: queue.complete(claim.job_id, claim.token, value))
+        if complete is None:
+            _persist(lambda: queue.complete(claim.job_id, claim.token, value))
+        else:
+            _persist(lambda: complete(value))
         object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
         object.__setattr__(result, "finished_at", datetime.now(UTC))
         object.__setattr__(result, "_return_value", value)
@@ -207,11 +225,29 @@ class Worker:
         self.counts = {"done": 0, "retry": 0, "dead": 0, "stale": 0}
         self.claimed = 0
         self._rotation = Rotation(self.queues)
+        #: The one plain queue served, off a cluster: its claims ride along with
+        #: completions (a cluster pipeline would split them by slot anyway).
+        self._solo: Queue | None = None
+        only = self.shards[0] if len(self.queues) == 1 and self.shards == self.queues else None
+        if only is not None and not isinstance(only.connection, RedisCluster):
+            self._solo = only
         self._last_beat = 0.0
         self._last_summary = time.monotonic()
         self._signals = 0
         self._outage = 0
         self._previous_handlers: dict[int, Any] = {}
+        #: Guards ``running``, ``counts``, ``claimed`` and the job threads' bookkeeping.
+        self._lock = threading.Lock()
+        #: Set when the main thread should look again: a job ended, a thread exited.
+        self._poke = threading.Event()
+        #: Idle job threads wait here while one of them (holding ``_parking``) parks.
+        self._idle_cv = threading.Condition()
+        self._parking = threading.Lock()
+        self._alive = 0  # job threads still running
+        self._reserved = 0  # claims in flight (counted against ``max_jobs``)
+        self._drained = False  # burst: nothing pending or due, every thread ends
+        self._closed = False  # wound down: a claim that lands now is released
+        self._crash: BaseException | None = None  # what broke a job thread, raised by run
         # Parking blocks longer than the web-side socket timeout: its own client,
         # whose reads are still bounded (a park lasts at most one beat), so a
         # connection that went silent (server frozen, peer gone without a reset)
@@ -237,6 +273,7 @@ class Worker:
             os._exit(1)
         logger.info("signal %s: no new claims; finishing running jobs", signum)
         self.stopping.set()
+        self._poke.set()
 
     def run(self) -> int:
         """Work until stopped (or, with ``burst``, until nothing is pending or due)."""
@@ -250,12 +287,10 @@ class Worker:
                 self.options.concurrency,
                 self.lease_ms / 1000,
             )
-            pool = ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="emq-job")
             try:
-                self._loop(pool)
+                self._loop()
             finally:
                 self._wind_down()
-                pool.shutdown(wait=False, cancel_futures=True)
                 self._forget()
         finally:
             for signum, handler in self._previous_handlers.items():
@@ -276,47 +311,200 @@ class Worker:
             return True
         return False
 
-    def _loop(self, pool: ThreadPoolExecutor) -> None:
+    def _loop(self) -> None:
+        """Start the job threads, then keep the beat until they are all done
+        (``burst``, ``max_jobs``) or the worker is told to stop."""
         if self.options.burst:
             self.beat()
+        threads = [
+            threading.Thread(target=self._job_thread, name=f"emq-job_{n}", daemon=True)
+            for n in range(self.options.concurrency)
+        ]
+        with self._lock:
+            self._alive = len(threads)
+        for thread in threads:
+            thread.start()
         while not self.stopping.is_set():
+            self._poke.clear()
+            with self._lock:
+                if self._alive == 0:
+                    break
             if time.monotonic() - self._last_beat >= self.beat_s:
                 self.beat()
-            self._collect()
-            free = self.options.concurrency - len(self.running)
-            if self.options.max_jobs is not None:
-                free = min(free, self.options.max_jobs - self.claimed)
-                if free <= 0 and not self.running:
-                    return
-            if free > 0:
-                try:
-                    claims = self._claim(free)
-                except UNAVAILABLE as exc:
-                    self._lost_server(exc)
+            self._poke.wait(max(0.0, self.beat_s - (time.monotonic() - self._last_beat)))
+        if self._crash is not None:
+            raise self._crash
+
+    def _job_thread(self) -> None:
+        """One slot: claim a turn, run its job, record the outcome, again; park
+        (or wait for a parked sibling) when there is nothing to claim. On a
+        single plain queue the next claim rides along with each success."""
+        ahead: list[Running] = []  # claimed by this thread, not run yet
+        try:
+            while True:
+                if not ahead:
+                    if self.stopping.is_set() or not self._reserve():
+                        return
+                    try:
+                        claims = self._claim(1)
+                    except CLAIM_ERRORS as exc:
+                        # a lost server, or a script error (a corrupt row?): go on
+                        self._register([])
+                        self._lost_server(exc)
+                        continue
+                    self._outage = 0
+                    got = self._register(claims)
+                    if got is None:  # the worker shut down meanwhile
+                        return
+                    if not got:
+                        if not self._nothing_to_do():
+                            continue
+                        return
+                    with self._idle_cv:  # there was work: a waiting sibling may find more
+                        self._idle_cv.notify()
+                    ahead = got
+                if self.stopping.is_set():  # claimed ahead, not started: hand back
+                    self._give_back(ahead)
+                    ahead.clear()
                     continue
-                except redis.ResponseError as exc:  # a script error (a corrupt row?): go on
-                    self._lost_server(exc)
-                    continue
-                self._outage = 0
-                for queue, claim in claims:
-                    settled = threading.Event()
-                    future = pool.submit(run_job, queue, claim, self.backend.alias, settled)
-                    self.running[claim.job_id] = Running(queue, claim, future, settled)
-                    self.claimed += 1
-                if claims:
-                    continue
-                if self.options.burst and not self.running and self._nothing_due():
-                    return
-            if free <= 0 or self.options.burst:
-                # Slots full (or a burst run waiting for its last jobs): wait for one to end.
-                timeout = 0.1 if self.options.burst else self.beat_s
-                wait(
-                    [r.future for r in self.running.values()],
-                    timeout=timeout,
-                    return_when=FIRST_COMPLETED,
+                job = ahead.pop(0)
+                with self._lock:  # released by the wind-down meanwhile?
+                    live = self.running.get(job.claim.job_id) is job
+                if live:
+                    self._run(job, ahead)
+        except BaseException as exc:  # a bug: stop the worker as the old loop did
+            self._crash = exc
+            self.stopping.set()
+        finally:
+            with self._lock:
+                self._alive -= 1
+            with self._idle_cv:
+                self._idle_cv.notify_all()
+            self._poke.set()
+
+    def _give_back(self, jobs: list[Running]) -> None:
+        """Release claimed jobs that never started (the worker is stopping)."""
+        for job in jobs:
+            with self._lock:
+                mine = self.running.pop(job.claim.job_id, None) is job
+            if mine:
+                self._release(job.queue, job.claim)
+        self._poke.set()
+
+    def _reserve(self) -> bool:
+        """Count a claim about to be sent against ``max_jobs``; False when none
+        may be sent (the cap is reached, a burst run drained, the worker stopping)."""
+        with self._lock:
+            if self._drained or self._closed or self.stopping.is_set():
+                return False
+            cap = self.options.max_jobs
+            if cap is not None and self.claimed + self._reserved >= cap:
+                return False
+            self._reserved += 1
+            return True
+
+    def _register(self, claims: list[tuple[Queue, Claim]]) -> list[Running] | None:
+        """The reserved claim came back with ``claims``: they are running now (the
+        beat extends their leases). ``None`` if the worker wound down meanwhile:
+        they are released at once."""
+        with self._lock:
+            self._reserved -= 1
+            closed = self._closed
+            jobs = [] if closed else [Running(queue, claim) for queue, claim in claims]
+            for job in jobs:
+                self.running[job.claim.job_id] = job
+            self.claimed += len(jobs)
+        if closed:
+            for queue, claim in claims:
+                self._release(queue, claim)
+            return None
+        return jobs
+
+    def _nothing_to_do(self) -> bool:
+        """Nothing was claimed: wait for work; True when this thread should end
+        (a burst run found nothing pending or due)."""
+        if self.options.burst:
+            if not self.running and not self._reserved and self._nothing_due():
+                with self._lock:
+                    self._drained = True
+                return True
+            self.stopping.wait(0.1)
+        else:
+            self._idle()
+        return False
+
+    def _completer(self, job: Running, ahead: list[Running]) -> Callable[[Any], None] | None:
+        """How ``job``'s success is recorded: on a single plain queue, the first
+        try sends this thread's next claim with it (into ``ahead``); a retry
+        after a lost connection completes alone."""
+        queue = self._solo
+        if queue is None or job.queue is not queue:
+            return None
+        tries = 0
+
+        def complete(value: Any) -> None:
+            nonlocal tries
+            tries += 1
+            c = job.claim
+            if tries > 1 or ahead or not self._reserve():
+                queue.complete(c.job_id, c.token, value)
+                return
+            try:
+                claims, error = queue.complete_then_claim(
+                    c.job_id, c.token, value, self.lease_ms, worker_id=self.worker_id, max_jobs=1
                 )
-            else:
+            except BaseException:
+                self._register([])
+                raise
+            got = self._register([(queue, claim) for claim in claims])
+            ahead.extend(got or ())
+            if error is not None:
+                raise error
+
+        return complete
+
+    def _run(self, job: Running, ahead: list[Running]) -> None:
+        try:
+            outcome = run_job(
+                job.queue,
+                job.claim,
+                self.backend.alias,
+                job.settled,
+                self._completer(job, ahead),
+            )
+        except Exception:
+            logger.exception("job %s: the worker failed to record its outcome", job.claim.job_id)
+            outcome = "stale"
+        duration = time.monotonic() - job.started
+        with self._lock:
+            self.running.pop(job.claim.job_id, None)
+            self.counts[outcome] = self.counts.get(outcome, 0) + 1
+        if self._closed or self.stopping.is_set():
+            self._poke.set()
+        if logger.isEnabledFor(logging.INFO):
+            c = job.claim
+            logger.info(
+                "lane=%s job=%s task=%s attempt=%d duration=%.3fs outcome=%s",
+                c.lane,
+                c.job_id,
+                c.task_path,
+                c.token,
+                duration,
+                outcome,
+            )
+
+    def _idle(self) -> None:
+        """Nothing to claim: one idle thread parks on the wake lists, the others
+        wait for it (or for a sibling that found work) at most one beat."""
+        if self._parking.acquire(blocking=False):
+            try:
                 self._park_until_woken()
+            finally:
+                self._parking.release()
+            return
+        with self._idle_cv:
+            if not self.stopping.is_set():
+                self._idle_cv.wait(self.beat_s)
 
     def _lost_server(self, exc: Exception) -> None:
         """Back off (exponentially, with jitter) and try again. The wait never
@@ -341,28 +529,6 @@ class Worker:
             return []
         queue, claims = found
         return [(queue, c) for c in claims]
-
-    def _collect(self) -> None:
-        for job_id, job in list(self.running.items()):
-            if not job.future.done():
-                continue
-            del self.running[job_id]
-            try:
-                outcome = job.future.result()
-            except Exception:
-                logger.exception("job %s: the worker failed to record its outcome", job_id)
-                outcome = "stale"
-            self.counts[outcome] = self.counts.get(outcome, 0) + 1
-            c = job.claim
-            logger.info(
-                "lane=%s job=%s task=%s attempt=%d duration=%.3fs outcome=%s",
-                c.lane,
-                c.job_id,
-                c.task_path,
-                c.token,
-                time.monotonic() - job.started,
-                outcome,
-            )
 
     def _nothing_due(self) -> bool:
         for queue in self.shards:
@@ -395,7 +561,9 @@ class Worker:
         while another node fails over."""
         self._last_beat = time.monotonic()
         missed: list[Exception] = []
-        for job in list(self.running.values()):
+        with self._lock:
+            running = list(self.running.values())
+        for job in running:
             if job.settled.is_set() or job.lost:
                 continue
             try:
@@ -447,25 +615,33 @@ class Worker:
 
     def _wind_down(self) -> None:
         """Let running jobs finish within the grace period, then release the rest."""
+        with self._idle_cv:  # idle threads: look at ``stopping`` now
+            self._idle_cv.notify_all()
         deadline = time.monotonic() + self.grace_s
         while self.running and time.monotonic() < deadline:
-            wait(
-                [r.future for r in self.running.values()],
-                timeout=min(self.beat_s, max(0.0, deadline - time.monotonic())),
-                return_when=FIRST_COMPLETED,
-            )
-            self._collect()
+            self._poke.clear()
+            if not self.running:
+                break
+            self._poke.wait(min(self.beat_s, max(0.0, deadline - time.monotonic())))
             if time.monotonic() - self._last_beat >= self.beat_s:
                 self.beat()
-        for job_id, job in list(self.running.items()):
-            try:
-                job.queue.release(job_id, job.claim.token)
-                logger.info("job %s released back to the head of lane %s", job_id, job.claim.lane)
-            except StaleToken:
-                pass
-            except UNAVAILABLE as exc:
-                logger.warning("job %s: could not release (%s); its lease will expire", job_id, exc)
-        self.running.clear()
+        with self._lock:
+            self._closed = True
+            left = list(self.running.values())
+            self.running.clear()
+        for job in left:
+            self._release(job.queue, job.claim)
+
+    def _release(self, queue: Queue, claim: Claim) -> None:
+        try:
+            queue.release(claim.job_id, claim.token)
+            logger.info("job %s released back to the head of lane %s", claim.job_id, claim.lane)
+        except StaleToken:
+            pass
+        except UNAVAILABLE as exc:
+            logger.warning(
+                "job %s: could not release (%s); its lease will expire", claim.job_id, exc
+            )
 
     def _forget(self) -> None:
         try:

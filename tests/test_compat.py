@@ -162,6 +162,22 @@ def workload(queue: Queue) -> set[str]:
     for c in rest:
         use("release")(c.job_id, c.token)
 
+    ahead = queue.claim(60_000, worker_id="w:1", max_jobs=1)
+    assert ahead is not None
+    done = ahead[0]
+    following, error = use("complete_then_claim")(
+        done.job_id, done.token, {"ok": True}, 60_000, worker_id="w:1", max_jobs=1
+    )
+    assert error is None
+    assert len(following) == 1
+    # The outcome again: refused, and the claim riding along is still handed over.
+    late, stale = queue.complete_then_claim(
+        done.job_id, done.token, None, 60_000, worker_id="w:1", max_jobs=1
+    )
+    assert isinstance(stale, StaleToken)
+    for c in [*following, *late]:
+        use("release")(c.job_id, c.token)
+
     expiring = queue.claim(1, worker_id="w:2")
     assert expiring is not None
     reaped = _until(use("reap"))
