@@ -35,7 +35,7 @@ from redis.cluster import RedisCluster
 from .backend import FairLanesBackend, result_from_row, task_error
 from .conf import emq_settings
 from .connection import UNAVAILABLE, new_connection, require_supported_server
-from .exceptions import CorruptJob, StaleToken
+from .exceptions import CorruptJob, JobError, StaleToken
 from .parking import park, wake_groups
 from .payload import encode_result
 from .queue import Claim, Queue
@@ -43,8 +43,8 @@ from .shards import Rotation, shards_of
 
 logger = logging.getLogger("django_emq.worker")
 
-#: What a claim may raise that the worker rides out: a lost server, or a script
-#: error (a corrupt row?).
+#: What a call to the server may raise that the worker rides out (claims, the
+#: beat, releases): a lost server, or a refusal (OOM, READONLY, a script error).
 CLAIM_ERRORS: tuple[type[Exception], ...] = (*UNAVAILABLE, redis.ResponseError)
 
 
@@ -158,10 +158,18 @@ def _run_job(
             return "dead"
         try:
             task = import_string(claim.task_path)
-            if not isinstance(task, Task):
-                raise TypeError(f"{claim.task_path} is not a django.tasks Task")
-        except Exception as exc:  # the job can never run: dead now, worker survives
+        except ImportError as exc:
+            # Retried like a failure, not dead at once: during a rolling deploy an old
+            # worker can meet a task only the new code has. Out of attempts: dead.
             error = task_error(exc, f"cannot load task {claim.task_path}: {exc!r}")
+            delay = backoff_seconds(claim.token, s.retry_backoff, s.retry_backoff_max)
+            state = _persist(
+                lambda: queue.retry(claim.job_id, claim.token, error, int(delay * 1000))
+            )
+            return "dead" if state == "dead" else "retry"
+        if not isinstance(task, Task):  # the job can never run: dead now, worker survives
+            bad = TypeError(f"{claim.task_path} is not a django.tasks Task")
+            error = task_error(bad, f"cannot load task {claim.task_path}: {bad!r}")
             _persist(lambda: queue.fail(claim.job_id, claim.token, error))
             return "dead"
         result = _running_result(task, claim, alias)
@@ -568,7 +576,7 @@ class Worker:
                 continue
             try:
                 job.queue.extend(job.claim.job_id, job.claim.token, self.lease_ms)
-            except StaleToken:
+            except JobError:  # stale token, or the row is gone (drained, deleted)
                 if not job.settled.is_set():  # else it just finished: nothing lost
                     job.lost = True
                     logger.warning(
@@ -576,7 +584,7 @@ class Worker:
                         "worker may run it, and this run's outcome will be refused",
                         job.claim.job_id,
                     )
-            except UNAVAILABLE as exc:
+            except CLAIM_ERRORS as exc:
                 missed.append(exc)
         for queue in self.shards:
             try:
@@ -595,10 +603,12 @@ class Worker:
                         }
                     ),
                 )
-            except UNAVAILABLE as exc:
+            except CLAIM_ERRORS as exc:
                 missed.append(exc)
         if missed:
-            logger.warning("beat: Valkey unreachable (%s); will retry", missed[0])
+            # Never fatal: a refused call (OOM, READONLY, a script error) is retried
+            # at the next beat like an unreachable server.
+            logger.warning("beat: %s; will retry", missed[0])
         if self.options.health_file is not None:
             self.options.health_file.touch()
         if time.monotonic() - self._last_summary >= 60:
@@ -636,9 +646,9 @@ class Worker:
         try:
             queue.release(claim.job_id, claim.token)
             logger.info("job %s released back to the head of lane %s", claim.job_id, claim.lane)
-        except StaleToken:
+        except JobError:  # the lease moved on, or the row is gone: nothing to hand back
             pass
-        except UNAVAILABLE as exc:
+        except CLAIM_ERRORS as exc:
             logger.warning(
                 "job %s: could not release (%s); its lease will expire", claim.job_id, exc
             )

@@ -316,3 +316,17 @@ def test_reload_mode_runs_jobs(emq: redis.Redis, processes: list[subprocess.Pope
     wait_for(lambda: runs(emq) == ["reloaded"])
     p.send_signal(signal.SIGINT)
     p.wait(timeout=20)
+
+
+def test_worker_survives_a_running_jobs_row_deleted_under_it(
+    emq: redis.Redis, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    q = backend().queue("default")
+    job = q.enqueue(A, "tests.tasks.slow", ["gone", 1.5])
+    p = worker_process("--lease", "1")
+    processes.append(p)
+    wait_for(lambda: "start:gone" in runs(emq))
+    emq.delete(q.keys.job(job.job_id))  # the beat's next extend finds no row
+    q.enqueue(B, "tests.tasks.record", ["after"])
+    wait_for(lambda: "after" in runs(emq))
+    assert p.poll() is None
