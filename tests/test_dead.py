@@ -94,10 +94,9 @@ def test_a_retried_dead_job_returns_to_its_mint_place(r: redis.Redis, queue: Que
     check_invariants(queue)
 
 
-def test_a_job_dead_of_expired_leases_gets_all_its_attempts_back(
-    r: redis.Redis, queue: Queue
-) -> None:
-    (job,) = queue.enqueue_many([{"lane": A, "task_path": "tests.tasks.noop", "max_attempts": 1}])
+def test_a_job_dead_of_expired_leases_gets_all_its_attempts_back(r: redis.Redis) -> None:
+    queue = Queue("q", connection=r, max_expiries=1)
+    (job,) = queue.enqueue_many([{"lane": A, "task_path": "tests.tasks.noop"}])
     c = claim_one(queue, 1)
     sleep_past(r, c.deadline_ms)
     queue.reap()
