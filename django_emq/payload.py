@@ -63,10 +63,18 @@ def _normalise(value: Any) -> Any:
     return value
 
 
-def encode_result(value: Any) -> str:
-    """Encode a task's return value; refuses what JSON cannot hold."""
+class JSONText(str):
+    """JSON text :func:`encode_result` made: passed through as is, never encoded twice."""
+
+
+def encode_result(value: Any) -> JSONText:
+    """Encode a task's return value; refuses what JSON cannot hold. Text it made
+    before (a :class:`JSONText`) comes back unchanged, so a worker that checks a
+    value by encoding it does not pay for a second encoding when it records it."""
+    if isinstance(value, JSONText):
+        return value
     try:
-        return _dumps(value)
+        return JSONText(_dumps(value))
     except (TypeError, ValueError) as exc:
         raise InvalidArguments(f"a task's return value must be JSON-serialisable: {exc}") from None
 

@@ -180,7 +180,9 @@ def _run_job(
             else:
                 value = task.call(*claim.args, **claim.kwargs)
             value = normalize_json(value)
-            encode_result(value)  # refuse what JSON cannot hold (NaN) as the task's failure
+            # Encoded here so what JSON cannot hold (NaN) fails the task; the text is
+            # recorded as it is (encode_result passes its own output through).
+            encoded = encode_result(value)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from a task fail it too
             delay = backoff_seconds(claim.token, s.retry_backoff, s.retry_backoff_max)
             text = "".join(traceback.format_exception(exc))
@@ -195,9 +197,9 @@ def _run_job(
                 return "dead"
             return "retry"
         if complete is None:
-            _persist(lambda: queue.complete(claim.job_id, claim.token, value))
+            _persist(lambda: queue.complete(claim.job_id, claim.token, encoded))
         else:
-            _persist(lambda: complete(value))
+            _persist(lambda: complete(encoded))
         object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
         object.__setattr__(result, "finished_at", datetime.now(UTC))
         object.__setattr__(result, "_return_value", value)
