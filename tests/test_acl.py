@@ -29,7 +29,8 @@ from django_emq.checks import check_server
 from django_emq.queue import Queue
 from django_emq.scripts import sources
 from tests import chaos_tasks
-from tests.faults import Workers, wait_for
+from tests.faults import Workers
+from tests.helpers import wait_for
 from tests.invariants import check_invariants
 from tests.test_worker import backend
 

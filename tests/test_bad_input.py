@@ -28,8 +28,8 @@ from django_emq.exceptions import EnqueueError, InvalidArguments
 from django_emq.queue import Queue
 from tests import chaos_tasks
 from tests.chaos_tasks import add
-from tests.faults import RestartableServer, Workers, free_port, wait_for
-from tests.helpers import dump
+from tests.faults import RestartableServer, Workers
+from tests.helpers import dump, free_port, wait_for
 from tests.invariants import check_invariants
 from tests.test_worker import backend
 

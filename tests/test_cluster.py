@@ -37,7 +37,8 @@ from django_emq.url import check_url, is_cluster_url, parse_cluster_url
 from tests import chaos_tasks, tasks
 from tests.chaos_tasks import read_runs
 from tests.cluster import ValkeyCluster
-from tests.faults import ROOT, Workers, free_port, wait_for
+from tests.faults import ROOT, Workers
+from tests.helpers import free_port, wait_for
 from tests.test_acl import documented_acl
 
 from .helpers import LONG_LEASE, TASK, sleep_past

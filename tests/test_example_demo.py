@@ -9,7 +9,6 @@ import os
 import queue
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 from django_emq import embedded
+from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Longest wait for the demo to come up (it migrates a new database first).
@@ -114,12 +114,6 @@ class Browser:
         )
         with self.opener.open(request, timeout=10) as answer:
             return str(answer.read().decode())
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def alive(pid: int) -> bool:

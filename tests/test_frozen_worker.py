@@ -17,8 +17,8 @@ from django_emq import enqueue_for, lane_id
 from django_emq.payload import decode
 from tests import chaos_tasks
 from tests.chaos_tasks import read_runs
-from tests.faults import Workers, wait_for
-from tests.helpers import sleep_past
+from tests.faults import Workers
+from tests.helpers import sleep_past, wait_for
 from tests.invariants import check_invariants, text
 from tests.test_worker import backend
 

@@ -20,8 +20,8 @@ from django_emq.exceptions import LeaseExpired, StaleToken
 from django_emq.queue import Queue
 from tests import chaos_tasks
 from tests.chaos_tasks import read_runs
-from tests.faults import Workers, wait_for
-from tests.helpers import claim_one, fill, sleep_past
+from tests.faults import Workers
+from tests.helpers import claim_one, fill, sleep_past, wait_for
 from tests.invariants import check_invariants
 from tests.test_worker import backend
 

@@ -18,7 +18,8 @@ from django_emq.backend import FairLanesBackend
 from django_emq.queue import Queue
 from tests import chaos_tasks
 from tests.chaos_tasks import read_runs
-from tests.faults import RestartableServer, Workers, wait_for
+from tests.faults import RestartableServer, Workers
+from tests.helpers import wait_for
 from tests.invariants import check_invariants
 
 JOBS = 12

@@ -40,7 +40,7 @@ from django_emq.shards import (
     shards_of,
 )
 from tests import tasks
-from tests.faults import free_port
+from tests.helpers import free_port
 
 from .helpers import LONG_LEASE, TASK, dump, plain, sleep_past
 from .invariants import check_invariants

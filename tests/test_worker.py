@@ -21,6 +21,7 @@ from django.tasks.signals import task_finished, task_started
 from django_emq import enqueue_for, lane_id
 from django_emq.backend import FairLanesBackend
 from tests import tasks
+from tests.helpers import wait_for
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,14 +51,6 @@ def worker_process(*args: str) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
-
-
-def wait_for(predicate: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 @pytest.fixture
