@@ -45,7 +45,8 @@ STATUS = {
 }
 
 
-def _when(ms: str | None) -> datetime | None:
+def moment(ms: str | int | None) -> datetime | None:
+    """The datetime an epoch-ms field stands for (aware with USE_TZ), or ``None``."""
     if not ms:
         return None
     moment = datetime.fromtimestamp(int(ms) / 1000, tz=UTC)
@@ -93,10 +94,10 @@ def result_from_row(
         task=task,
         id=job_id,
         status=STATUS.get(row.get("state", ""), TaskResultStatus.READY),
-        enqueued_at=_when(row.get("enq")),
-        started_at=_when(row.get("started")),
-        last_attempted_at=_when(row.get("claimed")),
-        finished_at=_when(row.get("finished")) if row.get("state") in ("done", "dead") else None,
+        enqueued_at=moment(row.get("enq")),
+        started_at=moment(row.get("started")),
+        last_attempted_at=moment(row.get("claimed")),
+        finished_at=moment(row.get("finished")) if row.get("state") in ("done", "dead") else None,
         args=_lenient(row.get("args"), list),
         kwargs=_lenient(row.get("kwargs"), dict),
         backend=alias,

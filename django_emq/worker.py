@@ -32,7 +32,7 @@ from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 from redis.cluster import RedisCluster
 
-from .backend import FairLanesBackend, result_from_row, task_error
+from .backend import FairLanesBackend, moment, task_error
 from .conf import emq_settings
 from .connection import UNAVAILABLE, new_connection, require_supported_server
 from .exceptions import CorruptJob, JobError, StaleToken
@@ -86,16 +86,22 @@ def backoff_seconds(attempt: int, base: float, cap: float) -> float:
 
 
 def _running_result(task: Task[Any, Any], claim: Claim, alias: str) -> TaskResult[Any, Any]:
-    row = {
-        "state": "active",
-        "enq": str(claim.enqueued_ms),
-        "started": str(claim.started_ms),
-        "claimed": str(int(time.time() * 1000)),
-        "workers": ",".join(claim.worker_ids),
-        "args": json.dumps(claim.args),
-        "kwargs": json.dumps(claim.kwargs),
-    }
-    return result_from_row(task, claim.job_id, row, alias)
+    """The RUNNING ``TaskResult`` a claim stands for, built from the claim itself
+    (its arguments are decoded once, by the claim)."""
+    return TaskResult(
+        task=task,
+        id=claim.job_id,
+        status=TaskResultStatus.RUNNING,
+        enqueued_at=moment(claim.enqueued_ms),
+        started_at=moment(claim.started_ms),
+        last_attempted_at=moment(int(time.time() * 1000)),
+        finished_at=None,
+        args=claim.args,
+        kwargs=claim.kwargs,
+        backend=alias,
+        errors=[],
+        worker_ids=list(claim.worker_ids),
+    )
 
 
 #: How long a worker keeps trying to record an outcome while the server is away.
