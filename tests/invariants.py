@@ -105,7 +105,9 @@ def check_invariants(queue: Queue) -> Snapshot:
         if key in fixed:
             kind = text(r.type(key))
             expected = FIXED_KEY_TYPES[fixed[key]]
-            assert kind == expected, f"{key} is a {kind}, expected a {expected}"
+            # "none": the key went between SCAN and TYPE, as the wake list does
+            # when a parked worker that is still running pops its last token.
+            assert kind in (expected, "none"), f"{key} is a {kind}, expected a {expected}"
         elif rest.startswith("g:") and rest.endswith(":pending"):
             lane = validate_lane(rest[2 : -len(":pending")])
             assert text(r.type(key)) == "zset", f"{key} is not a sorted set"
