@@ -6,6 +6,7 @@ tested on its own (every key carries the queue's ``{q}`` hash tag).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from .keys import QueueKeys
@@ -72,7 +73,8 @@ def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int) -> C
     return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit])
 
 
-def complete(k: QueueKeys, job_id: str, token: int, result_json: str, ttl_ms: int) -> Call:
+def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str]], ttl_ms: int) -> Call:
+    """Record the success of each ``(job_id, token, result_json)`` of ``outcomes``."""
     keys = [
         k.ring,
         k.on_ring,
@@ -82,9 +84,11 @@ def complete(k: QueueKeys, job_id: str, token: int, result_json: str, ttl_ms: in
         k.inflight,
         k.stats,
         k.wake,
-        k.job(job_id),
     ]
-    return Call("complete", keys, [k.prefix, job_id, token, result_json, ttl_ms])
+    args: list[str | int] = [k.prefix, ttl_ms]
+    for job_id, token, result_json in outcomes:
+        args += (job_id, token, result_json)
+    return Call("complete", keys, args)
 
 
 def retry(k: QueueKeys, job_id: str, token: int, error: str, delay_ms: int, dead: bool) -> Call:

@@ -69,6 +69,14 @@ _CODES: dict[int, tuple[type[JobError], str]] = {
 
 def check_code(reply: object, job_id: str) -> None:
     """Raise the exception a negative script reply stands for; do nothing otherwise."""
+    error = refusal(reply, job_id)
+    if error is not None:
+        raise error
+
+
+def refusal(reply: object, job_id: str) -> JobError | None:
+    """The exception a negative script reply stands for, or ``None``."""
     if isinstance(reply, int) and reply < 0:
         cls, message = _CODES[reply]
-        raise cls(job_id, message)
+        return cls(job_id, message)
+    return None

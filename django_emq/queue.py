@@ -18,7 +18,7 @@ import redis
 from redis.exceptions import NoScriptError, RedisClusterException
 
 from . import calls
-from .exceptions import EnqueueError, check_code
+from .exceptions import EnqueueError, JobError, check_code, refusal
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .keys import QueueKeys
 from .payload import DEFAULT_MAX_PAYLOAD, decode, encode_arguments, encode_result
@@ -36,6 +36,8 @@ WORKER_ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
 CLAIM_STRIDE = 10
 #: Batch size of the looping maintenance calls (reap, promote, drain).
 BATCH = 500
+#: Most outcomes one ``complete_many`` call records.
+MAX_BATCH = 1000
 
 
 def default_worker_id() -> str:
@@ -297,10 +299,42 @@ class Queue:
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
         """Record success; raises ``StaleToken`` if the lease moved on (nothing changes)."""
-        reply = self._run(
-            calls.complete(self.keys, job_id, token, encode_result(result), self.result_ttl_ms)
-        )
-        check_code(reply, job_id)
+        (error,) = self.complete_many([(job_id, token, result)])
+        if error is not None:
+            raise error
+
+    def complete_many(self, outcomes: Sequence[tuple[str, int, Any]]) -> list[JobError | None]:
+        """Record the success of every ``(job_id, token, result)`` in one round trip.
+
+        Each job is fenced by its own token: the answer holds, in order, ``None``
+        for a recorded job and the refusal (``StaleToken``, ``JobNotFound``) for
+        one whose lease moved on, which changed nothing; the others are recorded
+        all the same. Bad input (a result JSON cannot hold, a token that is not
+        an attempt number, more than ``MAX_BATCH`` jobs) raises before anything
+        is sent.
+        """
+        call = self._complete_call(outcomes)
+        if call is None:
+            return []
+        return _refusals(call, self._run(call))
+
+    def _complete_call(self, outcomes: Sequence[tuple[str, int, Any]]) -> calls.Call | None:
+        if isinstance(outcomes, str | bytes) or not isinstance(outcomes, Sequence):
+            raise TypeError("outcomes must be a sequence of (job_id, token, result) tuples")
+        if len(outcomes) > MAX_BATCH:
+            raise ValueError(f"at most {MAX_BATCH} outcomes per call, not {len(outcomes)}")
+        encoded: list[tuple[str, int, str]] = []
+        for entry in outcomes:
+            if not isinstance(entry, tuple) or len(entry) != 3:
+                raise TypeError(f"each outcome is a (job_id, token, result) tuple, not {entry!r}")
+            job_id, token, result = entry
+            if not isinstance(job_id, str) or not job_id:
+                raise ValueError(f"job_id must be a non-empty str, not {job_id!r}")
+            _positive_int("token", token)
+            encoded.append((job_id, token, encode_result(result)))
+        if not encoded:
+            return None
+        return calls.complete(self.keys, encoded, self.result_ttl_ms)
 
     def complete_then_claim(
         self,
@@ -324,25 +358,49 @@ class Queue:
         is safe (it is fenced by the token); a claim that landed unseen is
         reaped when its lease runs out, like any lost claim reply.
         """
+        claims, errors = self.complete_many_then_claim(
+            [(job_id, token, result)], lease_ms, turns=turns, worker_id=worker_id, max_jobs=max_jobs
+        )
+        return claims, errors[0]
+
+    def complete_many_then_claim(
+        self,
+        outcomes: Sequence[tuple[str, int, Any]],
+        lease_ms: int,
+        *,
+        turns: int = 1,
+        worker_id: str | None = None,
+        max_jobs: int | None = None,
+    ) -> tuple[list[Claim], list[Exception | None]]:
+        """:meth:`complete_many`, then :meth:`claim`, in one round trip.
+
+        Answers the claims and one entry per outcome: ``None`` when recorded,
+        else what refused it (``StaleToken``, ``JobNotFound``, or the server's
+        error for the whole batch), returned rather than raised so the claims,
+        whose leases are held, are never dropped. A lost connection raises, as
+        in :meth:`complete_then_claim`.
+        """
         _positive_int("lease_ms", lease_ms)
         _positive_int("turns", turns, MAX_WEIGHT)
         limit = turns * MAX_WEIGHT if max_jobs is None else _positive_int("max_jobs", max_jobs)
         worker = worker_id or default_worker_id()
         if not WORKER_ID_RE.fullmatch(worker):
             raise ValueError(f"{worker!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
-        done = calls.complete(self.keys, job_id, token, encode_result(result), self.result_ttl_ms)
+        done = self._complete_call(outcomes)
         take = calls.claim(self.keys, lease_ms, turns, worker, limit)
         pipe = self.connection.pipeline(transaction=False)
-        self._scripts.pipelined(done.script, done.keys, done.args, pipe)
+        if done is not None:
+            self._scripts.pipelined(done.script, done.keys, done.args, pipe)
         self._scripts.pipelined(take.script, take.keys, take.args, pipe)
-        done_reply, take_reply = pipe.execute(raise_on_error=False)
+        replies = pipe.execute(raise_on_error=False)
+        done_reply, take_reply = replies if done is not None else (None, replies[0])
         # After a SCRIPT FLUSH the server ran neither: run them again, in order.
-        if isinstance(done_reply, NoScriptError):
+        if done is not None and isinstance(done_reply, NoScriptError):
             done_reply = self._run(done)
         if isinstance(take_reply, NoScriptError):
             try:
                 take_reply = self._run(take)
-            except redis.RedisError:  # the outcome is recorded: claim again later
+            except redis.RedisError:  # the outcomes are recorded: claim again later
                 take_reply = None
         claims: list[Claim] = []
         if take_reply and not isinstance(take_reply, Exception):
@@ -350,13 +408,11 @@ class Queue:
                 _claim(take_reply[i : i + CLAIM_STRIDE])
                 for i in range(0, len(take_reply), CLAIM_STRIDE)
             ]
-        error: Exception | None = done_reply if isinstance(done_reply, Exception) else None
-        if error is None:
-            try:
-                check_code(done_reply, job_id)
-            except Exception as exc:
-                error = exc
-        return claims, error
+        if done is None:
+            return claims, []
+        if isinstance(done_reply, Exception):
+            return claims, [done_reply] * len(outcomes)
+        return claims, list(_refusals(done, done_reply or []))
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of
@@ -564,6 +620,12 @@ def _lenient_int(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         return 0
+
+
+def _refusals(call: calls.Call, codes: Sequence[int]) -> list[JobError | None]:
+    """The complete script's codes, one per job of ``call``, as refusals."""
+    ids = call.args[2::3]
+    return [refusal(code, str(job_id)) for code, job_id in zip(codes, ids, strict=True)]
 
 
 def _claim(entry: Sequence[Any]) -> Claim:

@@ -175,8 +175,14 @@ def workload(queue: Queue) -> set[str]:
         done.job_id, done.token, None, 60_000, worker_id="w:1", max_jobs=1
     )
     assert isinstance(stale, StaleToken)
-    for c in [*following, *late]:
+    for c in late:
         use("release")(c.job_id, c.token)
+    more, refused = use("complete_many_then_claim")(
+        [(c.job_id, c.token, None) for c in following], 60_000, worker_id="w:1", max_jobs=1
+    )
+    assert refused == [None]
+    assert len(more) == 1
+    assert use("complete_many")([(c.job_id, c.token, [c.lane]) for c in more]) == [None]
 
     expiring = queue.claim(1, worker_id="w:2")
     assert expiring is not None
@@ -273,7 +279,7 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
     return {
         "enqueue": calls.enqueue(k, job, lane, TASK, "[]", "{}", 3, 0, ""),
         "claim": calls.claim(k, 1000, 2, "w:1", 10),
-        "complete": calls.complete(k, job, 1, "null", 1000),
+        "complete": calls.complete(k, [(job, 1, "null")], 1000),
         "retry": calls.retry(k, job, 1, "boom", 0, dead=False),
         "extend": calls.extend(k, job, 1, 1000),
         "release": calls.release(k, job, 1),
