@@ -46,6 +46,7 @@ HOT_PATH_COMMANDS = {
     "srem",
     "sismember",
     "hget",
+    "hlen",
     "hmget",
     "hset",
     "hsetnx",
@@ -222,3 +223,29 @@ def test_enqueue_costs_the_same_per_job_with_20000_lanes(r: redis.Redis) -> None
     assert counts["evalsha"] == 2 * CYCLES + FEW
     assert counts["rpush"] > 0  # new lanes joined the ring ...
     assert "lpos" not in counts  # ... without looking for themselves in it
+
+
+def test_a_turn_without_weights_or_ceilings_costs_seven_commands(
+    r: redis.Redis, queue: Queue
+) -> None:
+    """The hot path's budget, counted: a claim of 16 turns over lanes that keep
+    work reads each job's row once and writes it once, looks up no weight and
+    no ceiling, and touches the queue-wide keys once per call, not per turn."""
+    load_scripts(r)
+    names = lanes(16)
+    fill(queue, names, 3)
+
+    def claim() -> None:
+        claims = queue.claim(LEASE_MS, turns=16, worker_id="w:1")
+        assert claims is not None and len(claims) == 16
+
+    counts = measure(r, claim)
+    assert "hget" not in counts and "zcard" not in counts
+    per_turn = {"lmove", "zpopmin", "hmget", "hset", "zincrby"}
+    assert {name: counts[name] for name in per_turn} == dict.fromkeys(per_turn, 16)
+    # the lane's active set and in-flight count, once per turn; the queue's
+    # active set and pending counter, once per call
+    assert counts["zadd"] == 16 + 1
+    assert counts["hincrby"] == 16 + 1
+    assert counts["hlen"] == 2 and counts["time"] == 1
+    assert sum(counts.values()) - counts["evalsha"] == 16 * 7 + 5

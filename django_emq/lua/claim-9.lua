@@ -29,7 +29,6 @@
 ]]
 -- @include "now_ms"
 -- @include "item_keys"
--- @include "pending"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
@@ -41,22 +40,32 @@ local claimed = 0
 local now = nowMs()
 local deadline = now + tonumber(ARGV[2])
 local out = {}
+local leases = {}  -- deadline, id pairs for one ZADD to the active set
+-- Most queues set no weights or ceilings: then no turn looks them up.
+local weighted = redis.call('HLEN', Q.weights) > 0
+local capped = redis.call('HLEN', Q.ceilings) > 0
 
 for _ = 1, turns do
   if claimed >= limit then break end
   local lane = redis.call('LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
   if not lane then break end
   local pendingKey = laneKey(prefix, lane)
-  local laneActive = laneActiveKey(prefix, lane)
-  local depth = redis.call('ZCARD', pendingKey)
-  local k = tonumber(redis.call('HGET', Q.weights, lane) or '1')
-  if depth < k then k = depth end
+  local k = 1
+  if weighted then k = tonumber(redis.call('HGET', Q.weights, lane) or '1') end
   if limit - claimed < k then k = limit - claimed end
-  local ceiling = redis.call('HGET', Q.ceilings, lane)
-  local inflight = tonumber(redis.call('HGET', Q.inflight, lane) or '0')
-  if ceiling and tonumber(ceiling) - inflight < k then k = tonumber(ceiling) - inflight end
+  local ceiling, inflight = nil, 0
+  if capped then
+    ceiling = redis.call('HGET', Q.ceilings, lane)
+    if ceiling then
+      ceiling = tonumber(ceiling)
+      inflight = tonumber(redis.call('HGET', Q.inflight, lane) or '0')
+      if ceiling - inflight < k then k = ceiling - inflight end
+    end
+  end
+  local left = 0
   if k > 0 then
     local popped = redis.call('ZPOPMIN', pendingKey, k)
+    local mine = {}
     for i = 1, #popped, 2 do
       local id = popped[i]
       local jk = jobKey(prefix, id)
@@ -72,24 +81,38 @@ for _ = 1, turns do
       redis.call('HSET', jk, 'attempts', token, 'state', 'active', 'claimed', now,
         'worker', worker, 'workers', workers, 'started', row[6], 'group', lane,
         'seq', popped[i + 1])
-      redis.call('ZADD', Q.active, deadline, id)
-      redis.call('ZADD', laneActive, now, id)
+      leases[#leases + 1] = deadline
+      leases[#leases + 1] = id
+      mine[#mine + 1] = now
+      mine[#mine + 1] = id
       local n = #out
       out[n + 1] = id; out[n + 2] = lane; out[n + 3] = token; out[n + 4] = row[1]
       out[n + 5] = row[2]; out[n + 6] = row[3]; out[n + 7] = row[4]; out[n + 8] = deadline
       out[n + 9] = workers; out[n + 10] = row[6]
     end
     k = #popped / 2
-    claimed = claimed + k
-    removedPending(Q, lane, k)
-    redis.call('HINCRBY', Q.inflight, lane, k)
-    depth = depth - k
-    inflight = inflight + k
+    if k > 0 then
+      claimed = claimed + k
+      redis.call('ZADD', laneActiveKey(prefix, lane), unpack(mine))
+      redis.call('HINCRBY', Q.inflight, lane, k)
+      inflight = inflight + k
+      -- The depth index answers what is left; an index that says nothing is
+      -- left is checked against the lane itself before the lane leaves.
+      left = tonumber(redis.call('ZINCRBY', Q.depths, -k, lane))
+      if left <= 0 then
+        redis.call('ZREM', Q.depths, lane)
+        left = redis.call('ZCARD', pendingKey)
+      end
+    end
   end
   -- The lane is at the tail now: leave with RPOP when it is no longer serviceable.
-  if depth == 0 or (ceiling and inflight >= tonumber(ceiling)) or k <= 0 then
+  if left <= 0 or (ceiling and inflight >= ceiling) or k <= 0 then
     redis.call('RPOP', Q.ring)
     redis.call('SREM', Q.onring, lane)
   end
+end
+if claimed > 0 then
+  redis.call('ZADD', Q.active, unpack(leases))
+  redis.call('HINCRBY', Q.stats, 'pending', -claimed)
 end
 return out
