@@ -60,11 +60,15 @@ def test_a_refused_job_changes_nothing_and_the_others_are_recorded(queue: Queue)
             (third.job_id, third.token, 4),
         ]
     )
-    assert refused[0] is None and refused[3] is None
-    assert isinstance(refused[1], StaleToken) and refused[1].job_id == second.job_id
+    assert refused[0] is None
+    assert refused[3] is None
+    assert isinstance(refused[1], StaleToken)
+    assert refused[1].job_id == second.job_id
     assert isinstance(refused[2], JobNotFound)
     row = queue.job(second.job_id)
-    assert row is not None and row["state"] == "active" and "result" not in row
+    assert row is not None
+    assert row["state"] == "active"
+    assert "result" not in row
     assert queue.totals().active == 1
     check_invariants(queue)
 
@@ -76,7 +80,8 @@ def test_a_job_named_twice_is_recorded_once(queue: Queue) -> None:
     assert refused[0] is None
     assert isinstance(refused[1], StaleToken)
     row = queue.job(c.job_id)
-    assert row is not None and json.loads(row["result"]) == "a"
+    assert row is not None
+    assert json.loads(row["result"]) == "a"
     assert int(queue.connection.hget(queue.keys.stats, "completed") or 0) == 1
     check_invariants(queue)
 

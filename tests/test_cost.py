@@ -237,15 +237,18 @@ def test_a_turn_without_weights_or_ceilings_costs_seven_commands(
 
     def claim() -> None:
         claims = queue.claim(LEASE_MS, turns=16, worker_id="w:1")
-        assert claims is not None and len(claims) == 16
+        assert claims is not None
+        assert len(claims) == 16
 
     counts = measure(r, claim)
-    assert "hget" not in counts and "zcard" not in counts
+    assert "hget" not in counts
+    assert "zcard" not in counts
     per_turn = {"lmove", "zpopmin", "hmget", "hset", "zincrby"}
     assert {name: counts[name] for name in per_turn} == dict.fromkeys(per_turn, 16)
     # the lane's active set and in-flight count, once per turn; the queue's
     # active set and pending counter, once per call
     assert counts["zadd"] == 16 + 1
     assert counts["hincrby"] == 16 + 1
-    assert counts["hlen"] == 2 and counts["time"] == 1
+    assert counts["hlen"] == 2
+    assert counts["time"] == 1
     assert sum(counts.values()) - counts["evalsha"] == 16 * 7 + 5
