@@ -43,6 +43,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "BEAT",
         "ENQUEUE_TIMEOUT",
         "SHUTDOWN_GRACE",
+        "PREFETCH",
         "SHARDS",
     }
 )
@@ -60,8 +61,12 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "BEAT": 2.0,
         "ENQUEUE_TIMEOUT": 5.0,
         "SHUTDOWN_GRACE": 30.0,
+        "PREFETCH": 16,
     }
 )
+
+#: Largest ``EMQ["PREFETCH"]``: what one claim may take at once.
+MAX_PREFETCH = 1000
 
 #: Settings whose change clears the cache.
 WATCHED_SETTINGS = frozenset({"EMQ", "DEBUG", "BASE_DIR", "AUTH_USER_MODEL"})
@@ -98,6 +103,8 @@ class EMQSettings:
     beat: float
     enqueue_timeout: float
     shutdown_grace: float
+    #: Most jobs a worker's job thread claims at once (it claims fewer while jobs are long).
+    prefetch: int
     #: Queue name -> shard count, for the queues spread over shards (``EMQ["SHARDS"]``).
     shards: Mapping[str, int] = MappingProxyType({})
 
@@ -196,9 +203,12 @@ def _read() -> tuple[dict[str, Any], list[str]]:
     field("BEAT", _positive_duration, DEFAULTS["BEAT"])
     field("ENQUEUE_TIMEOUT", _positive_duration, DEFAULTS["ENQUEUE_TIMEOUT"])
     field("SHUTDOWN_GRACE", _duration, DEFAULTS["SHUTDOWN_GRACE"])
+    field("PREFETCH", _positive_int, DEFAULTS["PREFETCH"])
     field("SHARDS", _shards, {})
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
+    if values["prefetch"] > MAX_PREFETCH:
+        errors.append(f"EMQ['PREFETCH'] must be at most {MAX_PREFETCH}, not {values['prefetch']}")
     if values["beat"] >= values["lease"]:
         errors.append(
             "EMQ['BEAT'] must be shorter than EMQ['LEASE']: the worker extends "

@@ -8,6 +8,7 @@ blocking pop instead of polling.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -33,12 +34,12 @@ from django.utils.module_loading import import_string
 from redis.cluster import RedisCluster
 
 from .backend import FairLanesBackend, moment, task_error
-from .conf import emq_settings
+from .conf import MAX_PREFETCH, emq_settings
 from .connection import UNAVAILABLE, new_connection, require_supported_server
 from .exceptions import CorruptJob, JobError, StaleToken
 from .parking import park, wake_groups
 from .payload import encode_result
-from .queue import Claim, Queue
+from .queue import MAX_BATCH, Claim, Queue
 from .shards import Rotation, shards_of
 
 logger = logging.getLogger("django_emq.worker")
@@ -61,6 +62,7 @@ class WorkerOptions:
     health_file: Path | None = None
     beat: float | None = None
     grace: float | None = None
+    prefetch: int | None = None
 
 
 @dataclass
@@ -78,6 +80,28 @@ class Running:
     settled: threading.Event = field(default_factory=threading.Event)
     lost: bool = False
     started: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Finished:
+    """A job that ran to success whose outcome is not recorded yet: it rides
+    along with the next claim (or is sent by the main thread after
+    ``FLUSH_AFTER``). Until then its lease is held and extended."""
+
+    job: Running
+    #: The JSON result, as it will be recorded.
+    encoded: str
+    #: Sends ``task_finished`` once the outcome is recorded.
+    announce: Callable[[], None]
+    duration: float
+    at: float = field(default_factory=time.monotonic)
+
+
+#: Longest an outcome waits for a claim to ride along with before it is sent alone.
+FLUSH_AFTER = 0.02
+#: A job thread claims more at once while a whole claim runs in under half of
+#: this, and fewer once it takes longer: prefetched jobs wait at most about this.
+BATCH_TARGET = 0.01
 
 
 def backoff_seconds(attempt: int, base: float, cap: float) -> float:
@@ -136,23 +160,30 @@ def run_job(
     claim: Claim,
     alias: str,
     settled: threading.Event | None = None,
-    complete: Callable[[Any], None] | None = None,
+    defer: Callable[[str, Callable[[], None]], None] | None = None,
 ) -> str:
     """Run one claimed job and record its outcome; returns ``done``, ``retry``,
     ``dead`` or ``stale`` (the lease moved on: the outcome was refused).
-    ``settled`` is set once the outcome is recorded or refused. ``complete``,
-    if given, records a success instead of ``queue.complete`` (the worker's
-    sends its next claim along); it raises as ``queue.complete`` does and is
-    retried the same way."""
+    ``settled`` is set once the outcome is recorded or refused.
+
+    ``defer``, if given, takes a success instead of recording it: it is called
+    with the JSON result and the callable that sends ``task_finished``, and the
+    answer is ``deferred`` (the caller records the outcome, sets ``settled``
+    and announces it). Failures are always recorded at once."""
+    outcome = "stale"
     try:
-        return _run_job(queue, claim, alias, complete)
+        outcome = _run_job(queue, claim, alias, defer)
+        return outcome
     finally:
-        if settled is not None:
+        if settled is not None and outcome != "deferred":
             settled.set()
 
 
 def _run_job(
-    queue: Queue, claim: Claim, alias: str, complete: Callable[[Any], None] | None = None
+    queue: Queue,
+    claim: Claim,
+    alias: str,
+    defer: Callable[[str, Callable[[], None]], None] | None = None,
 ) -> str:
     s = emq_settings()
     close_old_connections()
@@ -202,14 +233,18 @@ def _run_job(
                 task_finished.send(FairLanesBackend, task_result=result)
                 return "dead"
             return "retry"
-        if complete is None:
-            _persist(lambda: queue.complete(claim.job_id, claim.token, encoded))
-        else:
-            _persist(lambda: complete(encoded))
-        object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
-        object.__setattr__(result, "finished_at", datetime.now(UTC))
-        object.__setattr__(result, "_return_value", value)
-        task_finished.send(FairLanesBackend, task_result=result)
+
+        def announce() -> None:
+            object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
+            object.__setattr__(result, "finished_at", datetime.now(UTC))
+            object.__setattr__(result, "_return_value", value)
+            task_finished.send(FairLanesBackend, task_result=result)
+
+        if defer is not None:
+            defer(encoded, announce)
+            return "deferred"
+        _persist(lambda: queue.complete(claim.job_id, claim.token, encoded))
+        announce()
         return "done"
     except StaleToken:
         logger.warning("job %s: lease lost to a newer attempt; outcome refused", claim.job_id)
@@ -236,6 +271,9 @@ class Worker:
         self.beat_s = options.beat or min(s.beat, self.lease_ms / 3000)
         self.grace_s = s.shutdown_grace if options.grace is None else options.grace
         self.worker_id = options.worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.prefetch = options.prefetch or s.prefetch
+        if self.prefetch > MAX_PREFETCH:
+            raise ValueError(f"prefetch must be at most {MAX_PREFETCH}, not {self.prefetch}")
         self.running: dict[str, Running] = {}
         self.stopping = threading.Event()
         self.counts = {"done": 0, "retry": 0, "dead": 0, "stale": 0}
@@ -260,7 +298,11 @@ class Worker:
         self._idle_cv = threading.Condition()
         self._parking = threading.Lock()
         self._alive = 0  # job threads still running
-        self._reserved = 0  # claims in flight (counted against ``max_jobs``)
+        self._reserved = 0  # jobs asked for by claims in flight (counted against ``max_jobs``)
+        #: Successes run but not recorded yet, oldest first, from every job thread:
+        #: the next claim of any of them carries them, or the main thread sends
+        #: them once the oldest has waited ``FLUSH_AFTER``.
+        self._unrecorded: list[Finished] = []
         self._drained = False  # burst: nothing pending or due, every thread ends
         self._closed = False  # wound down: a claim that lands now is released
         self._crash: BaseException | None = None  # what broke a job thread, raised by run
@@ -347,31 +389,41 @@ class Worker:
                     break
             if time.monotonic() - self._last_beat >= self.beat_s:
                 self.beat()
-            self._poke.wait(max(0.0, self.beat_s - (time.monotonic() - self._last_beat)))
+            timeout = max(0.0, self.beat_s - (time.monotonic() - self._last_beat))
+            due = self._record_due()
+            self._poke.wait(timeout if due is None else min(timeout, due))
         if self._crash is not None:
             raise self._crash
 
     def _job_thread(self) -> None:
-        """One slot: claim a turn, run its job, record the outcome, again; park
-        (or wait for a parked sibling) when there is nothing to claim. On a
-        single plain queue the next claim rides along with each success."""
+        """One slot: claim, run what was claimed, again; park (or wait for a parked
+        sibling) when there is nothing to claim. Successes are recorded with the
+        next claim (in one round trip on a single plain queue). A claim takes up
+        to ``prefetch`` jobs, as many as run in about ``BATCH_TARGET``: one at a
+        time while jobs are long, more while they are short."""
         ahead: list[Running] = []  # claimed by this thread, not run yet
+        size, asked, began = 1, 0, 0.0
         try:
             while True:
                 if not ahead:
-                    if self.stopping.is_set() or not self._reserve():
+                    if asked:  # the last claim is run: how long did it take?
+                        size = self._next_size(size, asked, time.monotonic() - began)
+                    n = 0 if self.stopping.is_set() else self._reserve(size)
+                    if not n:
+                        self._record_all()
                         return
                     try:
-                        claims = self._claim(1)
+                        claims = self._record_then_claim(n)
                     except CLAIM_ERRORS as exc:
                         # a lost server, or a script error (a corrupt row?): go on
-                        self._register([])
+                        self._register([], n)
                         self._lost_server(exc)
                         continue
                     self._outage = 0
-                    got = self._register(claims)
+                    got = self._register(claims, n)
                     if got is None:  # the worker shut down meanwhile
                         return
+                    asked = 0
                     if not got:
                         if not self._nothing_to_do():
                             continue
@@ -379,15 +431,17 @@ class Worker:
                     with self._idle_cv:  # there was work: a waiting sibling may find more
                         self._idle_cv.notify()
                     ahead = got
+                    asked, began = (n if len(got) == n else 0), time.monotonic()
                 if self.stopping.is_set():  # claimed ahead, not started: hand back
                     self._give_back(ahead)
                     ahead.clear()
+                    asked = 0
                     continue
                 job = ahead.pop(0)
                 with self._lock:  # released by the wind-down meanwhile?
                     live = self.running.get(job.claim.job_id) is job
                 if live:
-                    self._run(job, ahead)
+                    self._run(job)
         except BaseException as exc:  # a bug: stop the worker as the old loop did
             self._crash = exc
             self.stopping.set()
@@ -398,6 +452,15 @@ class Worker:
                 self._idle_cv.notify_all()
             self._poke.set()
 
+    def _next_size(self, size: int, asked: int, took: float) -> int:
+        """How many jobs the next claim asks for, after a claim of ``asked`` jobs
+        (all it asked for) ran in ``took`` seconds."""
+        if took > BATCH_TARGET:
+            return max(1, size // 2)
+        if took < BATCH_TARGET / 2 and asked == size:
+            return min(self.prefetch, size * 2)
+        return size
+
     def _give_back(self, jobs: list[Running]) -> None:
         """Release claimed jobs that never started (the worker is stopping)."""
         for job in jobs:
@@ -407,24 +470,27 @@ class Worker:
                 self._release(job.queue, job.claim)
         self._poke.set()
 
-    def _reserve(self) -> bool:
-        """Count a claim about to be sent against ``max_jobs``; False when none
-        may be sent (the cap is reached, a burst run drained, the worker stopping)."""
+    def _reserve(self, n: int) -> int:
+        """Count a claim of up to ``n`` jobs about to be sent against ``max_jobs``;
+        how many it may ask for, 0 when none (the cap is reached, a burst run
+        drained, the worker stopping)."""
         with self._lock:
             if self._drained or self._closed or self.stopping.is_set():
-                return False
+                return 0
             cap = self.options.max_jobs
-            if cap is not None and self.claimed + self._reserved >= cap:
-                return False
-            self._reserved += 1
-            return True
+            if cap is not None:
+                n = min(n, cap - self.claimed - self._reserved)
+            if n <= 0:
+                return 0
+            self._reserved += n
+            return n
 
-    def _register(self, claims: list[tuple[Queue, Claim]]) -> list[Running] | None:
-        """The reserved claim came back with ``claims``: they are running now (the
-        beat extends their leases). ``None`` if the worker wound down meanwhile:
-        they are released at once."""
+    def _register(self, claims: list[tuple[Queue, Claim]], reserved: int) -> list[Running] | None:
+        """The claim reserved for ``reserved`` jobs came back with ``claims``: they
+        are running now (the beat extends their leases). ``None`` if the worker
+        wound down meanwhile: they are released at once."""
         with self._lock:
-            self._reserved -= 1
+            self._reserved -= reserved
             closed = self._closed
             jobs = [] if closed else [Running(queue, claim) for queue, claim in claims]
             for job in jobs:
@@ -449,49 +515,115 @@ class Worker:
             self._idle()
         return False
 
-    def _completer(self, job: Running, ahead: list[Running]) -> Callable[[Any], None] | None:
-        """How ``job``'s success is recorded: on a single plain queue, the first
-        try sends this thread's next claim with it (into ``ahead``); a retry
-        after a lost connection completes alone."""
-        queue = self._solo
-        if queue is None or job.queue is not queue:
-            return None
-        tries = 0
+    # -- outcomes ----------------------------------------------------------------
 
-        def complete(value: Any) -> None:
-            nonlocal tries
-            tries += 1
-            c = job.claim
-            if tries > 1 or ahead or not self._reserve():
-                queue.complete(c.job_id, c.token, value)
-                return
-            try:
-                claims, error = queue.complete_then_claim(
-                    c.job_id, c.token, value, self.lease_ms, worker_id=self.worker_id, max_jobs=1
-                )
-            except BaseException:
-                self._register([])
-                raise
-            got = self._register([(queue, claim) for claim in claims])
-            ahead.extend(got or ())
-            if error is not None:
-                raise error
+    def _run(self, job: Running) -> None:
+        job.started = time.monotonic()
 
-        return complete
+        def defer(encoded: str, announce: Callable[[], None]) -> None:
+            finished = Finished(job, encoded, announce, time.monotonic() - job.started)
+            with self._lock:
+                first = not self._unrecorded
+                self._unrecorded.append(finished)
+            if first:  # the main thread times its flush from the oldest outcome
+                self._poke.set()
 
-    def _run(self, job: Running, ahead: list[Running]) -> None:
         try:
-            outcome = run_job(
-                job.queue,
-                job.claim,
-                self.backend.alias,
-                job.settled,
-                self._completer(job, ahead),
-            )
+            outcome = run_job(job.queue, job.claim, self.backend.alias, job.settled, defer)
         except Exception:
             logger.exception("job %s: the worker failed to record its outcome", job.claim.job_id)
             outcome = "stale"
-        duration = time.monotonic() - job.started
+        if outcome != "deferred":
+            self._ended(job, outcome, time.monotonic() - job.started)
+
+    def _take_unrecorded(self) -> list[Finished]:
+        with self._lock:
+            batch = self._unrecorded[:MAX_BATCH]
+            del self._unrecorded[:MAX_BATCH]
+        return batch
+
+    def _record_then_claim(self, n: int) -> list[tuple[Queue, Claim]]:
+        """Record the successes waiting, and claim up to ``n`` jobs: in one round
+        trip on a single plain queue, else one after the other."""
+        batch = self._take_unrecorded()
+        queue = self._solo
+        if not batch or queue is None:
+            self._record(batch)
+            return self._claim(n)
+        try:
+            claims, refusals = queue.complete_many_then_claim(
+                [(f.job.claim.job_id, f.job.claim.token, f.encoded) for f in batch],
+                self.lease_ms,
+                turns=n,
+                worker_id=self.worker_id,
+                max_jobs=n,
+            )
+        except UNAVAILABLE:
+            # Whether they landed is unknown: record them again, alone (fenced, so a
+            # second write of a landed outcome is refused, not applied twice).
+            self._record(batch)
+            raise
+        self._settle(batch, refusals)
+        return [(queue, c) for c in claims]
+
+    def _record(self, batch: list[Finished]) -> None:
+        """Record ``batch`` (one ``complete_many`` per queue), riding out a lost
+        server for up to ``PERSIST_PATIENCE``."""
+        groups: dict[int, list[Finished]] = {}
+        for f in batch:
+            groups.setdefault(id(f.job.queue), []).append(f)
+        for items in groups.values():
+            queue = items[0].job.queue
+            outcomes = [(f.job.claim.job_id, f.job.claim.token, f.encoded) for f in items]
+            refusals: list[Exception | None]
+            try:
+                refusals = list(_persist(functools.partial(queue.complete_many, outcomes)))
+            except Exception as exc:
+                refusals = [exc] * len(items)
+            self._settle(items, refusals)
+
+    def _record_all(self) -> None:
+        while batch := self._take_unrecorded():
+            self._record(batch)
+
+    def _record_due(self) -> float | None:
+        """The main thread's part: record the waiting successes once the oldest has
+        waited ``FLUSH_AFTER``; else answer how long until it has (``None``: none wait)."""
+        with self._lock:
+            if not self._unrecorded:
+                return None
+            wait = FLUSH_AFTER - (time.monotonic() - self._unrecorded[0].at)
+        if wait > 0:
+            return wait
+        self._record_all()
+        return None
+
+    def _settle(self, batch: list[Finished], refusals: list[Exception | None]) -> None:
+        """The outcomes of ``batch`` were recorded, or refused by ``refusals``."""
+        for f, error in zip(batch, refusals, strict=True):
+            c = f.job.claim
+            outcome = "done"
+            if error is None:
+                try:
+                    f.announce()
+                except Exception:
+                    logger.exception("job %s: a task_finished receiver failed", c.job_id)
+            else:
+                outcome = "stale"
+                if isinstance(error, StaleToken):
+                    logger.warning(
+                        "job %s: lease lost to a newer attempt; outcome refused", c.job_id
+                    )
+                elif isinstance(error, JobError):
+                    logger.warning("job %s: outcome refused (%s)", c.job_id, error)
+                else:
+                    logger.error(
+                        "job %s: the worker failed to record its outcome (%r)", c.job_id, error
+                    )
+            f.job.settled.set()
+            self._ended(f.job, outcome, f.duration)
+
+    def _ended(self, job: Running, outcome: str, duration: float) -> None:
         with self._lock:
             self.running.pop(job.claim.job_id, None)
             self.counts[outcome] = self.counts.get(outcome, 0) + 1
@@ -638,11 +770,13 @@ class Worker:
         deadline = time.monotonic() + self.grace_s
         while self.running and time.monotonic() < deadline:
             self._poke.clear()
+            self._record_all()
             if not self.running:
                 break
             self._poke.wait(min(self.beat_s, max(0.0, deadline - time.monotonic())))
             if time.monotonic() - self._last_beat >= self.beat_s:
                 self.beat()
+        self._record_all()
         with self._lock:
             self._closed = True
             left = list(self.running.values())

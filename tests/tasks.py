@@ -39,6 +39,17 @@ def slow(label: str, seconds: float) -> str:
 
 
 @task
+def gate(label: str, key: str) -> str:
+    """Record the start, wait until ``key`` exists in Valkey (at most 30 s), record the end."""
+    _record(f"start:{label}")
+    give_up = time.monotonic() + 30
+    while not get_connection().exists(key) and time.monotonic() < give_up:
+        time.sleep(0.01)
+    _record(f"end:{label}")
+    return label
+
+
+@task
 def boom(label: str) -> None:
     _record(label)
     raise RuntimeError(f"boom {label}")

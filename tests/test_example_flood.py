@@ -110,8 +110,10 @@ def test_flood_table_shows_small_players_served_before_the_flood_drains(
         jobs, fair, fifo = table[name]
         assert jobs == 2
         # Fair lanes: one job per lane per turn of the ring, so two turns of
-        # four lanes serve every small player's two guesses.
-        assert fair.last_start <= 2 * 4
+        # four lanes serve every small player's two guesses. A start time is
+        # its claim's, and a claim may take a few turns at once (prefetch):
+        # jobs claimed together tie, so allow one more turn.
+        assert fair.last_start <= 3 * 4
         # One FIFO line: they arrived after the flood, so they start after it.
         assert fifo.last_start > 60
     assert "The others' worst wait:" in output

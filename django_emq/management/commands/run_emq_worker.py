@@ -72,6 +72,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--max-jobs", type=positive_int, default=None, help="exit after claiming this many jobs"
         )
+        parser.add_argument(
+            "--prefetch",
+            type=positive_int,
+            default=None,
+            help="most jobs a job thread claims at once (default EMQ['PREFETCH'])",
+        )
         parser.add_argument("--worker-id", default=None, help="default: host:pid")
         parser.add_argument(
             "--grace",
@@ -109,6 +115,7 @@ class Command(BaseCommand):
             worker_id=options["worker_id"],
             health_file=options["health_file"],
             grace=options["grace"],
+            prefetch=options["prefetch"],
         )
 
         def run() -> None:

@@ -1,0 +1,117 @@
+"""Prefetch: a job thread claims several short jobs at once and records their
+successes together, without changing the order lanes are served in, and
+without holding a finished job's outcome back behind a long one."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+import redis
+from django.core.management import call_command
+from django.tasks import task_backends
+
+from django_emq import lane_id
+from django_emq.backend import FairLanesBackend
+from django_emq.queue import Queue
+from tests.helpers import wait_for
+from tests.invariants import check_invariants
+from tests.test_worker import processes, runs, worker_process
+
+pytestmark = pytest.mark.django_db
+__all__ = ["processes"]  # the fixture, shared with test_worker
+
+LANES = [lane_id("USR", n) for n in range(20)]
+
+
+def queue() -> Queue:
+    backend = task_backends["default"]
+    assert isinstance(backend, FairLanesBackend)
+    return backend.queue("default")
+
+
+def fill(per_lane: int, task: str = "tests.tasks.record", *extra: Any) -> None:
+    queue().enqueue_many(
+        [
+            {"lane": lane, "task_path": task, "args": [f"{lane}:{n}", *extra]}
+            for n in range(per_lane)
+            for lane in LANES
+        ]
+    )
+
+
+def evalsha_calls(r: redis.Redis) -> int:
+    stats: dict[str, Any] = r.info("commandstats")
+    return int(stats["cmdstat_evalsha"]["calls"])
+
+
+def burst(*extra: str) -> None:
+    call_command("run_emq_worker", "--burst", "--concurrency", "1", *extra, verbosity=0)
+
+
+def test_short_jobs_are_claimed_and_recorded_many_at_a_time(emq: redis.Redis) -> None:
+    fill(20)  # 400 jobs, 20 lanes
+    emq.config_resetstat()
+    burst()
+    assert evalsha_calls(emq) <= 400 / 4  # a claim and a record per job would be 800
+    order = runs(emq)
+    assert sorted(order) == sorted(f"{lane}:{n}" for n in range(20) for lane in LANES)
+    # still one head per lane per turn: each run of 20 serves every lane once
+    for turn in range(20):
+        served = order[turn * 20 : (turn + 1) * 20]
+        assert sorted(served) == sorted(f"{lane}:{turn}" for lane in LANES)
+    totals = queue().totals()
+    assert (totals.pending, totals.active) == (0, 0)
+    assert int(emq.hget(queue().keys.stats, "completed") or 0) == 400
+    check_invariants(queue())
+
+
+def test_prefetch_1_claims_one_job_at_a_time(emq: redis.Redis) -> None:
+    fill(5)  # 100 jobs
+    emq.config_resetstat()
+    burst("--prefetch", "1")
+    assert evalsha_calls(emq) >= 2 * 100  # a claim and a record per job
+    assert len(runs(emq)) == 100
+
+
+def test_long_jobs_are_claimed_one_at_a_time(emq: redis.Redis) -> None:
+    # 15 ms each: longer than a claim's target, so a claim never takes two
+    fill(1, "tests.tasks.slow", 0.015)
+    emq.config_resetstat()
+    burst()
+    assert evalsha_calls(emq) >= 2 * 20
+    assert len(runs(emq)) == 2 * 20
+
+
+def test_a_success_is_recorded_while_the_thread_runs_a_long_job(
+    emq: redis.Redis, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    """The jobs claimed with a long one are recorded while it runs, not after."""
+    fill(4)  # 80 short jobs, then the gate on the first lane
+    gate = queue().enqueue(LANES[0], "tests.tasks.gate", ["gate", "test:open"])
+    p = worker_process("--burst")
+    processes.append(p)
+    wait_for(lambda: "start:gate" in runs(emq), what="the gate job started")
+    short = [r for r in runs(emq) if not r.startswith(("start:", "end:"))]
+    assert len(short) == 80
+    wait_for(
+        lambda: int(emq.hget(queue().keys.stats, "completed") or 0) == 80,
+        what="every short job recorded while the gate job runs",
+    )
+    row = queue().job(gate.job_id)
+    assert row is not None
+    assert row["state"] == "active"
+    emq.set("test:open", 1)
+    assert p.wait(timeout=30) == 0
+    row = queue().job(gate.job_id)
+    assert row is not None
+    assert row["state"] == "done"
+    check_invariants(queue())
+
+
+def test_prefetch_above_the_limit_is_a_command_error(emq: redis.Redis) -> None:
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="prefetch must be at most 1000"):
+        burst("--prefetch", "1001")
