@@ -563,6 +563,9 @@ class Worker:
             # second write of a landed outcome is refused, not applied twice).
             self._record(batch)
             raise
+        except Exception as exc:  # refused outright: settle them as not recorded
+            self._settle(batch, [exc] * len(batch))
+            raise
         self._settle(batch, refusals)
         return [(queue, c) for c in claims]
 
