@@ -49,30 +49,29 @@ USERS = 100
 #: A frame is "function (file)"; a name matches the function part, or ends the
 #: file part when it holds a "/". The first category found, root first, wins.
 JOB_THREAD: list[tuple[str, tuple[str, ...]]] = [
+    ("record outcomes + claim: one round trip per claim", ("Worker._record_then_claim",)),
+    ("task_finished once recorded (Django's log receiver)", ("Worker._settle",)),
+    ("per-job log line and bookkeeping", ("Worker._ended",)),
     ("close_old_connections (before and after each job)", ("close_old_connections",)),
     ("import_string (the task, every job)", ("import_string",)),
     ("TaskResult built for the signals", ("_running_result", "result_from_row")),
-    ("task_started/task_finished signals (Django's log receivers)", ("Signal.send",)),
+    ("task_started signal (Django's log receiver)", ("Signal.send",)),
     ("the task itself (Task.call)", ("Task.call",)),
     ("result JSON (normalize_json, encode_result)", ("normalize_json", "encode_result")),
-    ("complete: one round trip per job", ("Queue.complete",)),
-    ("run_job, other", ("run_job", "_run_job", "_WorkItem.run")),
-    ("idle: waiting for the next job (thread handoff)", ("_worker",)),
+    ("run_job, other", ("run_job", "_run_job", "Worker._run")),
+    ("idle: parked or waiting for a parked sibling", ("Worker._idle", "Worker._nothing_to_do")),
+    ("job thread loop, other", ("Worker._job_thread",)),
 ]
 MAIN_THREAD: list[tuple[str, tuple[str, ...]]] = [
-    ("claim: round trip and reply parsing", ("Queue.claim",)),
-    ("per-job log line and bookkeeping (_collect)", ("Worker._collect",)),
-    ("thread handoff: submit", ("ThreadPoolExecutor.submit",)),
-    ("thread handoff: waiting for the job thread", ("wait", "Event.wait")),
+    ("outcomes sent by the main thread (waited 20 ms)", ("Worker._record_due",)),
     ("beat (extend, reap, promote, heartbeat)", ("Worker.beat",)),
-    ("burst: nothing-due check", ("Worker._nothing_due",)),
-    ("parked (BLPOP)", ("Worker._park_until_woken",)),
+    ("waiting for a poke or the next beat", ("wait", "Event.wait")),
     ("worker loop, other", ("Worker._loop", "Worker.run")),
     ("start-up and shut-down (imports, django.setup, checks)", ("",)),
 ]
 ENGINE: list[tuple[str, tuple[str, ...]]] = [
     ("claim (Queue.claim)", ("Queue.claim",)),
-    ("complete (Queue.complete)", ("Queue.complete",)),
+    ("complete (Queue.complete, Queue.complete_many)", ("Queue.complete", "Queue.complete_many")),
     ("loop, imports and start-up", ("",)),
 ]
 #: Cross-cutting: every sample whose stack holds one of these frames.
