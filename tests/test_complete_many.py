@@ -169,3 +169,24 @@ def test_cost_per_job_is_three_commands_and_the_rest_is_per_lane(
     assert per_lane[1] - per_lane[0] == 4
     assert per_lane[2] - per_lane[1] == 2 * 4
     assert one_lane[1] == 16 * 3 + 4 + 3
+
+
+def test_a_claim_of_thousands_of_jobs_keeps_every_lease(queue: Queue) -> None:
+    """A claim bigger than Lua can unpack at once (about 4,000 jobs) still
+    records every lease: the active set is written in chunks."""
+    lanes = [lane(n) for n in range(100)]
+    queue.enqueue_many([{"lane": ln, "task_path": "t.t"} for ln in lanes for _ in range(50)])
+    for ln in lanes:
+        queue.set_weight(ln, 50)
+    claims = queue.claim(LONG_LEASE, turns=100)
+    assert claims is not None
+    assert len(claims) == 5000
+    assert queue.totals().active == 5000
+    check_invariants(queue)
+    for start in range(0, 5000, MAX_BATCH):
+        chunk = claims[start : start + MAX_BATCH]
+        assert queue.complete_many([(c.job_id, c.token, None) for c in chunk]) == [None] * len(
+            chunk
+        )
+    assert queue.totals().active == 0
+    check_invariants(queue)

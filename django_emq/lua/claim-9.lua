@@ -40,7 +40,15 @@ local claimed = 0
 local now = nowMs()
 local deadline = now + tonumber(ARGV[2])
 local out = {}
-local leases = {}  -- deadline, id pairs for one ZADD to the active set
+-- deadline, id pairs for the active set, added CHUNK pairs at a time: one ZADD
+-- for a worker's claim, and never more than unpack() can spread.
+local leases, CHUNK = {}, 1000
+local function addLeases()
+  if #leases > 0 then
+    redis.call('ZADD', Q.active, unpack(leases))
+    leases = {}
+  end
+end
 -- Most queues set no weights or ceilings: then no turn looks them up.
 local weighted = redis.call('HLEN', Q.weights) > 0
 local capped = redis.call('HLEN', Q.ceilings) > 0
@@ -83,6 +91,7 @@ for _ = 1, turns do
         'seq', popped[i + 1])
       leases[#leases + 1] = deadline
       leases[#leases + 1] = id
+      if #leases >= 2 * CHUNK then addLeases() end
       mine[#mine + 1] = now
       mine[#mine + 1] = id
       local n = #out
@@ -111,8 +120,8 @@ for _ = 1, turns do
     redis.call('SREM', Q.onring, lane)
   end
 end
+addLeases()
 if claimed > 0 then
-  redis.call('ZADD', Q.active, unpack(leases))
   redis.call('HINCRBY', Q.stats, 'pending', -claimed)
 end
 return out
