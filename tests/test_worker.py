@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -42,7 +43,15 @@ def burst(*extra: str) -> None:
     call_command("run_emq_worker", "--burst", "--lease", "5", *extra, verbosity=0)
 
 
+def _default_sigint() -> None:
+    # A shell starts background jobs with SIGINT ignored, and a child inherits
+    # that: give the worker Ctrl-C back, as a terminal would.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def worker_process(*args: str) -> subprocess.Popen[bytes]:
+    """A worker in its own process group (``--reload`` forks a child that must
+    go with it), with SIGINT at its default."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "django", "run_emq_worker", *args],
@@ -50,16 +59,20 @@ def worker_process(*args: str) -> subprocess.Popen[bytes]:
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_default_sigint,
     )
 
 
 @pytest.fixture
 def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Started workers; each one's whole process group is killed at the end, so
+    no worker outlives its test to eat the next test's jobs."""
     started: list[subprocess.Popen[bytes]] = []
     yield started
     for p in started:
-        if p.poll() is None:
-            p.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
         p.wait()
 
 
@@ -307,8 +320,8 @@ def test_reload_mode_runs_jobs(emq: redis.Redis, processes: list[subprocess.Pope
     processes.append(p)
     backend().queue("default").enqueue(A, "tests.tasks.record", ["reloaded"])
     wait_for(lambda: runs(emq) == ["reloaded"])
-    p.send_signal(signal.SIGINT)
-    p.wait(timeout=20)
+    os.killpg(p.pid, signal.SIGINT)  # Ctrl-C: the reloader and its child
+    assert p.wait(timeout=20) == 0
 
 
 def test_worker_survives_a_running_jobs_row_deleted_under_it(
