@@ -376,9 +376,9 @@ class Queue:
 
         Answers the claims and one entry per outcome: ``None`` when recorded,
         else what refused it (``StaleToken``, ``JobNotFound``, or the server's
-        error for the whole batch), returned rather than raised so the claims,
-        whose leases are held, are never dropped. A lost connection raises, as
-        in :meth:`complete_then_claim`.
+        error for the whole batch, a lost connection included), returned rather
+        than raised so the claims, whose leases are held, are never dropped. A
+        connection lost before any reply raises, as in :meth:`complete_then_claim`.
         """
         _positive_int("lease_ms", lease_ms)
         _positive_int("turns", turns, MAX_WEIGHT)
@@ -395,8 +395,13 @@ class Queue:
         replies = pipe.execute(raise_on_error=False)
         done_reply, take_reply = replies if done is not None else (None, replies[0])
         # After a SCRIPT FLUSH the server ran neither: run them again, in order.
+        # The claim may have run (another client loaded it meanwhile): whatever
+        # the retried outcomes meet, its jobs are handed over, never dropped.
         if done is not None and isinstance(done_reply, NoScriptError):
-            done_reply = self._run(done)
+            try:
+                done_reply = self._run(done)
+            except redis.RedisError as exc:
+                done_reply = exc
         if isinstance(take_reply, NoScriptError):
             try:
                 take_reply = self._run(take)

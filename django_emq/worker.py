@@ -79,7 +79,8 @@ class Running:
     claim: Claim
     settled: threading.Event = field(default_factory=threading.Event)
     lost: bool = False
-    started: float = field(default_factory=time.monotonic)
+    #: When its job thread started it (monotonic); 0 while it waits, prefetched.
+    started: float = 0.0
 
 
 @dataclass
@@ -100,8 +101,12 @@ class Finished:
 #: Longest an outcome waits for a claim to ride along with before it is sent alone.
 FLUSH_AFTER = 0.02
 #: A job thread claims more at once while a whole claim runs in under half of
-#: this, and fewer once it takes longer: prefetched jobs wait at most about this.
+#: this, and fewer once it takes longer, so prefetching stays among short jobs.
 BATCH_TARGET = 0.01
+
+
+def _nothing() -> None:
+    """Nothing to settle."""
 
 
 def backoff_seconds(attempt: int, base: float, cap: float) -> float:
@@ -170,12 +175,20 @@ def run_job(
     with the JSON result and the callable that sends ``task_finished``, and the
     answer is ``deferred`` (the caller records the outcome, sets ``settled``
     and announces it). Failures are always recorded at once."""
-    outcome = "stale"
+    deferred = False
+
+    def deferring(encoded: str, announce: Callable[[], None]) -> None:
+        nonlocal deferred
+        deferred = True
+        assert defer is not None
+        defer(encoded, announce)
+
     try:
-        outcome = _run_job(queue, claim, alias, defer)
-        return outcome
+        return _run_job(queue, claim, alias, None if defer is None else deferring)
     finally:
-        if settled is not None and outcome != "deferred":
+        # A deferred success is settled by whoever records it, even if something
+        # raised after it was handed over.
+        if settled is not None and not deferred:
             settled.set()
 
 
@@ -271,9 +284,9 @@ class Worker:
         self.beat_s = options.beat or min(s.beat, self.lease_ms / 3000)
         self.grace_s = s.shutdown_grace if options.grace is None else options.grace
         self.worker_id = options.worker_id or f"{socket.gethostname()}:{os.getpid()}"
-        self.prefetch = options.prefetch or s.prefetch
-        if self.prefetch > MAX_PREFETCH:
-            raise ValueError(f"prefetch must be at most {MAX_PREFETCH}, not {self.prefetch}")
+        self.prefetch = s.prefetch if options.prefetch is None else options.prefetch
+        if isinstance(self.prefetch, bool) or not 1 <= self.prefetch <= MAX_PREFETCH:
+            raise ValueError(f"prefetch must be 1 to {MAX_PREFETCH}, not {self.prefetch!r}")
         self.running: dict[str, Running] = {}
         self.stopping = threading.Event()
         self.counts = {"done": 0, "retry": 0, "dead": 0, "stale": 0}
@@ -303,6 +316,8 @@ class Worker:
         #: the next claim of any of them carries them, or the main thread sends
         #: them once the oldest has waited ``FLUSH_AFTER``.
         self._unrecorded: list[Finished] = []
+        #: The main thread's next try after the server refused or was away.
+        self._record_hold = 0.0
         self._drained = False  # burst: nothing pending or due, every thread ends
         self._closed = False  # wound down: a claim that lands now is released
         self._crash: BaseException | None = None  # what broke a job thread, raised by run
@@ -413,7 +428,7 @@ class Worker:
                         self._record_all()
                         return
                     try:
-                        claims = self._record_then_claim(n)
+                        claims, settle = self._record_then_claim(n)
                     except CLAIM_ERRORS as exc:
                         # a lost server, or a script error (a corrupt row?): go on
                         self._register([], n)
@@ -421,6 +436,7 @@ class Worker:
                         continue
                     self._outage = 0
                     got = self._register(claims, n)
+                    settle()  # after the new claims are registered: the beat extends them
                     if got is None:  # the worker shut down meanwhile
                         return
                     asked = 0
@@ -440,6 +456,8 @@ class Worker:
                 job = ahead.pop(0)
                 with self._lock:  # released by the wind-down meanwhile?
                     live = self.running.get(job.claim.job_id) is job
+                    if live:  # from now on the wind-down lets it finish
+                        job.started = time.monotonic()
                 if live:
                     self._run(job)
         except BaseException as exc:  # a bug: stop the worker as the old loop did
@@ -518,9 +536,11 @@ class Worker:
     # -- outcomes ----------------------------------------------------------------
 
     def _run(self, job: Running) -> None:
-        job.started = time.monotonic()
+        deferred = False
 
         def defer(encoded: str, announce: Callable[[], None]) -> None:
+            nonlocal deferred
+            deferred = True
             finished = Finished(job, encoded, announce, time.monotonic() - job.started)
             with self._lock:
                 first = not self._unrecorded
@@ -533,7 +553,7 @@ class Worker:
         except Exception:
             logger.exception("job %s: the worker failed to record its outcome", job.claim.job_id)
             outcome = "stale"
-        if outcome != "deferred":
+        if not deferred:  # a deferred one ends when it is recorded
             self._ended(job, outcome, time.monotonic() - job.started)
 
     def _take_unrecorded(self) -> list[Finished]:
@@ -542,14 +562,17 @@ class Worker:
             del self._unrecorded[:MAX_BATCH]
         return batch
 
-    def _record_then_claim(self, n: int) -> list[tuple[Queue, Claim]]:
+    def _record_then_claim(self, n: int) -> tuple[list[tuple[Queue, Claim]], Callable[[], None]]:
         """Record the successes waiting, and claim up to ``n`` jobs: in one round
-        trip on a single plain queue, else one after the other."""
+        trip on a single plain queue, else one after the other. Answers the
+        claims, and what settles the recorded jobs (sends ``task_finished``):
+        the caller registers the claims first, so their leases are looked after
+        while the signal's receivers run."""
         batch = self._take_unrecorded()
         queue = self._solo
         if not batch or queue is None:
             self._record(batch)
-            return self._claim(n)
+            return self._claim(n), _nothing
         try:
             claims, refusals = queue.complete_many_then_claim(
                 [(f.job.claim.job_id, f.job.claim.token, f.encoded) for f in batch],
@@ -566,12 +589,23 @@ class Worker:
         except Exception as exc:  # refused outright: settle them as not recorded
             self._settle(batch, [exc] * len(batch))
             raise
-        self._settle(batch, refusals)
-        return [(queue, c) for c in claims]
+        # A connection lost after the claim came back (while a flushed script
+        # was loaded again): those outcomes are recorded again, patiently.
+        again = [f for f, e in zip(batch, refusals, strict=True) if isinstance(e, UNAVAILABLE)]
+        done = [
+            (f, e) for f, e in zip(batch, refusals, strict=True) if not isinstance(e, UNAVAILABLE)
+        ]
 
-    def _record(self, batch: list[Finished]) -> None:
-        """Record ``batch`` (one ``complete_many`` per queue), riding out a lost
-        server for up to ``PERSIST_PATIENCE``."""
+        def settle() -> None:
+            self._settle([f for f, _ in done], [e for _, e in done])
+            self._record(again)
+
+        return [(queue, c) for c in claims], settle
+
+    def _record(self, batch: list[Finished], patient: bool = True) -> None:
+        """Record ``batch`` (one ``complete_many`` per queue). ``patient`` rides
+        out a lost server for up to ``PERSIST_PATIENCE``; else a batch the server
+        cannot take now goes back to the front of the list, for a later try."""
         groups: dict[int, list[Finished]] = {}
         for f in batch:
             groups.setdefault(id(f.job.queue), []).append(f)
@@ -580,7 +614,18 @@ class Worker:
             outcomes = [(f.job.claim.job_id, f.job.claim.token, f.encoded) for f in items]
             refusals: list[Exception | None]
             try:
-                refusals = list(_persist(functools.partial(queue.complete_many, outcomes)))
+                if patient:
+                    refusals = list(_persist(functools.partial(queue.complete_many, outcomes)))
+                else:
+                    refusals = list(queue.complete_many(outcomes))
+            except UNAVAILABLE as exc:
+                if patient:
+                    refusals = [exc] * len(items)
+                else:
+                    with self._lock:
+                        self._unrecorded[:0] = items
+                    logger.warning("Valkey unreachable while recording outcomes (%s)", exc)
+                    continue
             except Exception as exc:
                 refusals = [exc] * len(items)
             self._settle(items, refusals)
@@ -590,41 +635,62 @@ class Worker:
             self._record(batch)
 
     def _record_due(self) -> float | None:
-        """The main thread's part: record the waiting successes once the oldest has
-        waited ``FLUSH_AFTER``; else answer how long until it has (``None``: none wait)."""
+        """The main thread's part: send the waiting successes once the oldest has
+        waited ``FLUSH_AFTER``; else answer how long until it has (``None``: none
+        wait). One try each time, so the beat is never held up: outcomes the
+        server cannot take now are tried again a beat later (or go with a claim)."""
+        now = time.monotonic()
         with self._lock:
             if not self._unrecorded:
                 return None
-            wait = FLUSH_AFTER - (time.monotonic() - self._unrecorded[0].at)
+            wait = max(FLUSH_AFTER - (now - self._unrecorded[0].at), self._record_hold - now)
         if wait > 0:
             return wait
-        self._record_all()
+        while batch := self._take_unrecorded():
+            self._record(batch, patient=False)
+            with self._lock:
+                if self._unrecorded and self._unrecorded[0] is batch[0]:  # put back
+                    self._record_hold = time.monotonic() + min(1.0, self.beat_s)
+                    return self._record_hold - time.monotonic()
         return None
 
     def _settle(self, batch: list[Finished], refusals: list[Exception | None]) -> None:
-        """The outcomes of ``batch`` were recorded, or refused by ``refusals``."""
-        for f, error in zip(batch, refusals, strict=True):
-            c = f.job.claim
-            outcome = "done"
-            if error is None:
-                try:
-                    f.announce()
-                except Exception:
-                    logger.exception("job %s: a task_finished receiver failed", c.job_id)
-            else:
-                outcome = "stale"
-                if isinstance(error, StaleToken):
-                    logger.warning(
-                        "job %s: lease lost to a newer attempt; outcome refused", c.job_id
-                    )
-                elif isinstance(error, JobError):
-                    logger.warning("job %s: outcome refused (%s)", c.job_id, error)
-                else:
-                    logger.error(
-                        "job %s: the worker failed to record its outcome (%r)", c.job_id, error
-                    )
+        """The outcomes of ``batch`` were recorded, or refused by ``refusals``.
+
+        Every job is marked settled first (the beat stops extending them), then
+        each recorded one is announced with ``task_finished``: from the thread
+        that recorded it, which may not be the one that ran it (database
+        connections the receivers open are closed around them, as around jobs).
+        """
+        for f in batch:
             f.job.settled.set()
-            self._ended(f.job, outcome, f.duration)
+        if any(error is None for error in refusals):
+            close_old_connections()
+        try:
+            for f, error in zip(batch, refusals, strict=True):
+                c = f.job.claim
+                outcome = "done"
+                if error is None:
+                    try:
+                        f.announce()
+                    except Exception:
+                        logger.exception("job %s: a task_finished receiver failed", c.job_id)
+                else:
+                    outcome = "stale"
+                    if isinstance(error, StaleToken):
+                        logger.warning(
+                            "job %s: lease lost to a newer attempt; outcome refused", c.job_id
+                        )
+                    elif isinstance(error, JobError):
+                        logger.warning("job %s: outcome refused (%s)", c.job_id, error)
+                    else:
+                        logger.error(
+                            "job %s: the worker failed to record its outcome (%r)", c.job_id, error
+                        )
+                self._ended(f.job, outcome, f.duration)
+        finally:
+            if any(error is None for error in refusals):
+                close_old_connections()
 
     def _ended(self, job: Running, outcome: str, duration: float) -> None:
         with self._lock:
@@ -767,9 +833,16 @@ class Worker:
         )
 
     def _wind_down(self) -> None:
-        """Let running jobs finish within the grace period, then release the rest."""
+        """Release the prefetched jobs that have not started, let running jobs
+        finish within the grace period, then release the rest."""
         with self._idle_cv:  # idle threads: look at ``stopping`` now
             self._idle_cv.notify_all()
+        with self._lock:  # a job thread starts a job only while it is in ``running``
+            waiting = [job for job in self.running.values() if not job.started]
+            for job in waiting:
+                del self.running[job.claim.job_id]
+        for job in waiting:
+            self._release(job.queue, job.claim)
         deadline = time.monotonic() + self.grace_s
         while self.running and time.monotonic() < deadline:
             self._poke.clear()

@@ -5,6 +5,7 @@ without holding a finished job's outcome back behind a long one."""
 from __future__ import annotations
 
 import subprocess
+import threading
 from typing import Any
 
 import pytest
@@ -13,8 +14,10 @@ from django.core.management import call_command
 from django.tasks import task_backends
 
 from django_emq import lane_id
+from django_emq import worker as worker_module
 from django_emq.backend import FairLanesBackend
 from django_emq.queue import Queue
+from django_emq.worker import Worker, WorkerOptions
 from tests.helpers import wait_for
 from tests.invariants import check_invariants
 from tests.test_worker import processes, runs, worker_process
@@ -113,5 +116,52 @@ def test_a_success_is_recorded_while_the_thread_runs_a_long_job(
 def test_prefetch_above_the_limit_is_a_command_error(emq: redis.Redis) -> None:
     from django.core.management.base import CommandError
 
-    with pytest.raises(CommandError, match="prefetch must be at most 1000"):
+    with pytest.raises(CommandError, match="prefetch must be 1 to 1000"):
         burst("--prefetch", "1001")
+
+
+def test_stopping_releases_prefetched_jobs_at_once(
+    emq: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jobs claimed ahead behind a long one go back to the head of their lane as
+    soon as the worker is told to stop; the long one finishes in its grace."""
+    monkeypatch.setattr(worker_module, "BATCH_TARGET", 60.0)  # claims grow: 1, 2, 4
+    q = queue()
+    lane = LANES[0]
+    q.enqueue_many(
+        [{"lane": lane, "task_path": "tests.tasks.record", "args": [f"r{i}"]} for i in range(3)]
+    )
+    gate = q.enqueue(lane, "tests.tasks.gate", ["gate", "test:open"])
+    behind = q.enqueue_many(
+        [{"lane": lane, "task_path": "tests.tasks.record", "args": [f"x{i}"]} for i in range(5)]
+    )
+    backend = task_backends["default"]
+    assert isinstance(backend, FairLanesBackend)
+    worker = Worker(backend, WorkerOptions(concurrency=1, prefetch=4, grace=30))
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        wait_for(lambda: "start:gate" in runs(emq), what="the gate job started")
+        # [r0], [r1, r2], then [gate, x0, x1, x2]: three jobs wait behind the gate
+        held = [e.job_id for e in behind[:3]]
+        assert [state(q, job_id) for job_id in held] == ["active"] * 3
+        worker.stopping.set()
+        worker._poke.set()
+        wait_for(
+            lambda: [state(q, job_id) for job_id in held] == ["pending"] * 3,
+            what="the prefetched jobs released while the gate job runs",
+        )
+        assert state(q, gate.job_id) == "active"
+    finally:
+        emq.set("test:open", 1)
+        thread.join(30)
+    assert not thread.is_alive()
+    assert state(q, gate.job_id) == "done"
+    assert [r for r in runs(emq) if r.startswith("x")] == []
+    check_invariants(q)
+
+
+def state(q: Queue, job_id: str) -> str:
+    row = q.job(job_id)
+    assert row is not None
+    return str(row["state"])
