@@ -18,6 +18,7 @@ from typing import Any
 
 import redis
 from django.conf import settings
+from django.core.checks import CheckMessage, Error
 from django.tasks import Task, TaskResult, TaskResultStatus
 from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.base import DEFAULT_TASK_PRIORITY, TaskError
@@ -118,10 +119,28 @@ class FairLanesBackend(BaseTaskBackend):
     supports_priority = False
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        # Queue names are checked by ``check`` (emq.E006), not here: Django builds
+        # every backend to run the system checks, so raising here would turn a
+        # typo into a traceback instead of a check error. A bad name still
+        # raises ``ValueError`` when the queue is used.
         super().__init__(alias, params)
-        for name in self.queues:
-            validate_queue_name(name)
         self._queues: dict[tuple[str, int], AnyQueue] = {}
+
+    def check(self, **kwargs: Any) -> list[CheckMessage]:
+        """emq.E006 for each name in ``QUEUES`` that cannot name a queue."""
+        errors: list[CheckMessage] = []
+        for name in sorted(self.queues, key=repr):
+            try:
+                validate_queue_name(name)
+            except ValueError as exc:
+                errors.append(
+                    Error(
+                        f"TASKS[{self.alias!r}]['QUEUES']: {exc}",
+                        hint="Rename it in TASKS, and in every task's queue_name.",
+                        id="emq.E006",
+                    )
+                )
+        return [*super().check(**kwargs), *errors]
 
     def queue(self, name: str) -> Queue:
         """The engine queue behind ``name`` on the current connection.

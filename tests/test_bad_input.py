@@ -127,8 +127,10 @@ def test_bad_queue_names_are_refused(emq: redis.Redis, bad: str, settings: Any) 
     with nothing_written(emq):
         with pytest.raises(ValueError, match="is not a queue name"):
             Queue(bad, connection=emq)
+        backend = FairLanesBackend("bad", {"QUEUES": ["default", bad]})
+        assert [e.id for e in backend.check()] == ["emq.E006"]
         with pytest.raises(ValueError, match="is not a queue name"):
-            FairLanesBackend("bad", {"QUEUES": ["default", bad]})
+            backend.engine(bad)
         with pytest.raises(InvalidTask, match="is not valid for backend"):
             enqueue_for(A, add.using(queue_name=bad), 1, 2)
     still_works(emq)

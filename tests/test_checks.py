@@ -210,3 +210,19 @@ def test_test_server_is_valkey_and_supported(
     assert name == "valkey"
     assert version >= (7,)
     require_supported_server(client)
+
+
+def test_a_bad_queue_name_in_tasks_is_a_check_error_not_a_traceback(
+    settings: SettingsWrapper, valkey_server: ValkeyServer
+) -> None:
+    settings.EMQ = {"URL": server_url(valkey_server)}
+    settings.TASKS = {
+        "default": {
+            "BACKEND": "django_emq.backend.FairLanesBackend",
+            "QUEUES": ["default", "mail:eu"],
+        }
+    }
+    messages = [m for m in run_checks() if str(m.id).startswith("emq.")]
+    assert ids(messages) == ["emq.E006"]
+    assert "'mail:eu' is not a queue name" in str(messages[0].msg)
+    assert "TASKS['default']" in str(messages[0].msg)
