@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .ids import validate_lane
+from .payload import text
 from .queue import Queue
 from .shards import AnyQueue, home_of, shards_of
 
@@ -78,10 +79,6 @@ class WorkerBeat:
     beat_ms: int | None
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _ms(value: Any) -> int | None:
     if value is None or value == b"" or value == "":
         return None
@@ -103,23 +100,23 @@ def _page(queue: Queue, key: str, lane: str, offset: int, limit: int, newest: bo
     pipe.zcard(key)
     pipe.execute_command("TIME")  # not pipe.time(): a cluster pipeline refuses that
     raw_ids, total, now = pipe.execute()
-    ids = [_text(i) for i in raw_ids]
+    ids = [text(i) for i in raw_ids]
     rows, deadlines = _rows(queue, ids, with_deadlines=key == queue.keys.lane_active(lane))
     jobs = [
         JobRow(
             job_id=job_id,
-            lane=_text(row[1] or lane),
-            state=_text(row[0] or ""),
-            task_path=_text(row[2] or ""),
-            args=_text(row[3] or ""),
-            kwargs=_text(row[4] or ""),
+            lane=text(row[1] or lane),
+            state=text(row[0] or ""),
+            task_path=text(row[2] or ""),
+            args=text(row[3] or ""),
+            kwargs=text(row[4] or ""),
             attempts=_ms(row[5]) or 0,
             fails=_ms(row[6]) or 0,
             enqueued_ms=_ms(row[7]),
             claimed_ms=_ms(row[8]),
-            worker=_text(row[9] or ""),
+            worker=text(row[9] or ""),
             finished_ms=_ms(row[10]),
-            error=_text(row[11] or ""),
+            error=text(row[11] or ""),
             deadline_ms=None if deadline is None else int(deadline),
         )
         for job_id, row, deadline in zip(ids, rows, deadlines, strict=True)
@@ -170,7 +167,7 @@ def oldest_enqueued(queue: AnyQueue, lanes: Sequence[str]) -> dict[str, int | No
     pipe = queue.connection.pipeline(transaction=False)
     for lane in lanes:
         pipe.zrange(queue.keys.pending(lane), 0, 0)
-    heads = [_text(h[0]) if h else None for h in pipe.execute()]
+    heads = [text(h[0]) if h else None for h in pipe.execute()]
     pipe = queue.connection.pipeline(transaction=False)
     for head in heads:
         if head is not None:
@@ -213,9 +210,9 @@ def overview(queue: AnyQueue, ring_count: int = 10) -> Overview:
     pipe.execute_command("TIME")  # not pipe.time(): a cluster pipeline refuses that
     head, beats, deepest, now = pipe.execute()
     return Overview(
-        [_text(lane) for lane in head],
+        [text(lane) for lane in head],
         sorted(
-            (_worker(_text(w), raw) for w, raw in beats.items()),
+            (_worker(text(w), raw) for w, raw in beats.items()),
             key=lambda b: (-(b.beat_ms or 0), b.worker_id),
         ),
         int(deepest[0][1]) if deepest else 0,

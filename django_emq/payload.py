@@ -79,8 +79,22 @@ def encode_result(value: Any) -> JSONText:
         raise InvalidArguments(f"a task's return value must be JSON-serialisable: {exc}") from None
 
 
+def text(value: Any) -> str:
+    """A field read from Valkey as text; bytes that are not UTF-8 (a row edited by
+    hand) show as U+FFFD instead of raising."""
+    return value.decode(errors="replace") if type(value) is bytes else str(value)
+
+
 def decode(text: str | bytes | None) -> Any:
-    """Decode JSON text kept on a job row (``None`` stays ``None``)."""
-    if text is None or text == "" or text == b"":
+    """Decode JSON text kept on a job row (``None`` stays ``None``). The rows hold
+    UTF-8 (bytes that are not raise ``ValueError``); empty arguments, the most
+    common ones, skip the parser (every claimed job passes through here)."""
+    if not text:
         return None
+    if isinstance(text, bytes):
+        if text == b"[]":
+            return []
+        if text == b"{}":
+            return {}
+        text = text.decode()
     return json.loads(text)

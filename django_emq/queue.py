@@ -21,7 +21,7 @@ from . import calls
 from .exceptions import EnqueueError, JobError, check_code, refusal
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .keys import QueueKeys
-from .payload import DEFAULT_MAX_PAYLOAD, decode, encode_arguments, encode_result
+from .payload import DEFAULT_MAX_PAYLOAD, decode, encode_arguments, encode_result, text
 from .scripts import Scripts
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ class Queue:
             reply = self._run(call)
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
-        return Enqueued(str(call.args[0]), _text(reply[1]), reply[0] == 0)
+        return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
 
     def enqueue_many(self, jobs: Iterable[Mapping[str, Any]]) -> list[Enqueued]:
         """Enqueue many jobs in one round trip. Each item holds ``enqueue``'s arguments
@@ -259,7 +259,7 @@ class Queue:
             if isinstance(reply, Exception):
                 raise reply
         return [
-            Enqueued(str(call.args[0]), _text(reply[1]), reply[0] == 0)
+            Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
             for call, reply in zip(prepared, replies, strict=True)
         ]
 
@@ -426,7 +426,7 @@ class Queue:
             raise ValueError(f"delay_ms cannot be negative ({delay_ms})")
         reply = self._run(calls.retry(self.keys, job_id, token, error, delay_ms, dead=False))
         check_code(reply, job_id)
-        return _text(reply[1])
+        return text(reply[1])
 
     def fail(self, job_id: str, token: int, error: str) -> None:
         """Record a failure that retrying cannot fix: the job is dead now."""
@@ -452,7 +452,7 @@ class Queue:
         ``LeaseExpired`` error: a poison job does not come back forever."""
         reaped: list[str] = []
         while True:
-            batch = [_text(i) for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries))]
+            batch = [text(i) for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries))]
             reaped += batch
             if len(batch) < BATCH:
                 return reaped
@@ -573,7 +573,7 @@ class Queue:
         ranked: list[tuple[bytes, float]] = self.connection.zrevrange(  # type: ignore[assignment]
             k.depths, offset, offset + top - 1, withscores=True
         )
-        return self._describe([(_text(lane), int(depth)) for lane, depth in ranked])
+        return self._describe([(text(lane), int(depth)) for lane, depth in ranked])
 
     def lane(self, lane: str) -> LaneInfo:
         """One lane's depth, in-flight count and settings."""
@@ -612,11 +612,7 @@ class Queue:
     def job(self, job_id: str) -> dict[str, str] | None:
         """The job's row as text fields, or ``None`` if there is none."""
         row = self.connection.hgetall(self.keys.job(job_id))
-        return {_text(f): _text(v) for f, v in row.items()} if row else None
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+        return {text(f): text(v) for f, v in row.items()} if row else None
 
 
 def _lenient_int(value: Any) -> int:
@@ -639,30 +635,32 @@ def _claim(entry: Sequence[Any]) -> Claim:
     raising, so one corrupt row cannot take the worker down."""
     job_id, lane, token, task, args, kwargs, enqueued, deadline, workers, started = entry
     problems = []
-    if task is None or not _text(task):
+    if task is None or not text(task):
         problems.append("no task path")
     try:
         args = decode(args)
     except ValueError:
+        args = None
         problems.append("args are not JSON")
     try:
         kwargs = decode(kwargs)
     except ValueError:
+        kwargs = None
         problems.append("kwargs are not JSON")
     if not isinstance(args, list | None):
         problems.append(f"args are a JSON {type(args).__name__}, not a list")
     if not isinstance(kwargs, dict | None):
         problems.append(f"kwargs are a JSON {type(kwargs).__name__}, not an object")
     return Claim(
-        job_id=_text(job_id),
-        lane=_text(lane),
+        job_id=text(job_id),
+        lane=text(lane),
         token=int(token),
-        task_path="" if task is None else _text(task),
+        task_path="" if task is None else text(task),
         args=args if isinstance(args, list) else [],
         kwargs=kwargs if isinstance(kwargs, dict) else {},
         enqueued_ms=_lenient_int(enqueued),
         deadline_ms=int(deadline),
-        worker_ids=tuple(_text(workers).split(",")),
+        worker_ids=tuple(text(workers).split(",")),
         started_ms=_lenient_int(started),
         defect=f"corrupt job row: {'; '.join(problems)}" if problems else None,
     )

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .connection import UNAVAILABLE
 from .exceptions import JobNotFound
 from .ids import mint_job_id, validate_job_id, validate_lane
+from .payload import text
 from .placement import job_id_on, job_shard, lane_shard, shard_tags
 from .queue import Claim, Enqueued, LaneInfo, Queue, Totals
 
@@ -272,7 +273,7 @@ class ShardedQueue:
             pairs: list[tuple[bytes, float]] = shard.connection.zrevrange(  # type: ignore[assignment]
                 shard.keys.depths, 0, offset + top - 1, withscores=True
             )
-            ranked += [(int(depth), _text(lane)) for lane, depth in pairs]
+            ranked += [(int(depth), text(lane)) for lane, depth in pairs]
         ranked.sort(reverse=True)
         return self.lanes_named([lane for _, lane in ranked[offset : offset + top]])
 
@@ -293,10 +294,6 @@ class ShardedQueue:
         """The job's row, or ``None`` if there is none (or its id names no shard)."""
         shard = job_shard(job_id, len(self.shards))
         return None if shard is None else self.shards[shard].job(job_id)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 #: A queue as the backend, the worker and the admin see it.

@@ -16,6 +16,9 @@ from typing import Any
 
 from django_emq.ids import validate_job_id, validate_lane
 from django_emq.keys import QueueKeys
+from django_emq.payload import text
+
+__all__ = ["Snapshot", "check_invariants", "text"]
 from django_emq.queue import Queue
 
 #: Where a job of each state must be: ``lane`` (its lane's pending set), one of
@@ -68,11 +71,6 @@ class Snapshot:
         """The job's row state, or ``None`` when it has no row."""
         row = self.jobs.get(job_id)
         return None if row is None else row["state"]
-
-
-def text(value: Any) -> str:
-    """A reply item as text."""
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _glob_escape(text: str) -> str:

@@ -264,6 +264,7 @@ CORRUPTIONS: dict[str, tuple[Callable[[redis.Redis, str], Any], str]] = {
     "args not JSON": (lambda r, k: r.hset(k, "args", "[1, 2"), "args are not JSON"),
     "args not a list": (lambda r, k: r.hset(k, "args", '{"a": 1}'), "args are a JSON dict"),
     "kwargs not JSON": (lambda r, k: r.hset(k, "kwargs", "{"), "kwargs are not JSON"),
+    "args not UTF-8": (lambda r, k: r.hset(k, "args", b'["\xff"]'), "args are not JSON"),
     "kwargs not an object": (lambda r, k: r.hset(k, "kwargs", "[1]"), "not an object"),
     "no group, seq or enq": (lambda r, k: r.hdel(k, "group", "seq", "enq"), ""),
     "no row at all": (lambda r, k: r.delete(k), "no task path"),
