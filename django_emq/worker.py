@@ -524,7 +524,12 @@ class Worker:
         """Nothing was claimed: wait for work; True when this thread should end
         (a burst run found nothing pending or due)."""
         if self.options.burst:
-            if not self.running and not self._reserved and self._nothing_due():
+            try:
+                drained = not self.running and not self._reserved and self._nothing_due()
+            except CLAIM_ERRORS as exc:  # the server went away: not drained, try again
+                self._lost_server(exc)
+                return False
+            if drained:
                 with self._lock:
                     self._drained = True
                 return True

@@ -155,3 +155,21 @@ def test_parked_worker_does_not_hang_on_a_server_that_stopped_answering(
     finally:
         server.thaw()
         workers.close()
+
+
+def test_a_burst_worker_that_loses_the_server_at_its_end_check_waits_for_it(
+    server: RestartableServer, queue: Queue
+) -> None:
+    """Whether a burst run is drained is asked of the server (reap, promote,
+    totals): when it cannot answer, the run is not over, and nothing raises."""
+    from django.tasks import task_backends
+
+    from django_emq.worker import Worker, WorkerOptions
+
+    backend = task_backends["default"]
+    assert isinstance(backend, FairLanesBackend)
+    worker = Worker(backend, WorkerOptions(burst=True, beat=0.2))
+    server.kill()
+    assert worker._nothing_to_do() is False
+    server.start()
+    assert worker._nothing_to_do() is True
