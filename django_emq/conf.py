@@ -203,7 +203,9 @@ def _read() -> tuple[dict[str, Any], list[str]]:
     field("BEAT", _positive_duration, DEFAULTS["BEAT"])
     field("ENQUEUE_TIMEOUT", _positive_duration, DEFAULTS["ENQUEUE_TIMEOUT"])
     field("SHUTDOWN_GRACE", _duration, DEFAULTS["SHUTDOWN_GRACE"])
-    field("PREFETCH", _positive_int, DEFAULTS["PREFETCH"])
+    # One expiry is final: a worker killed by a job must not take prefetched ones along.
+    one_expiry = values.get("max_expiries") == 1
+    field("PREFETCH", _positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
     field("SHARDS", _shards, {})
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")

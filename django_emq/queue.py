@@ -33,7 +33,7 @@ MAX_WEIGHT = 1000
 RUN_AFTER_PAST_LIMIT = timedelta(days=1)
 WORKER_ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
 #: Entries per job in the claim script's flat reply.
-CLAIM_STRIDE = 10
+CLAIM_STRIDE = 11
 #: Batch size of the looping maintenance calls (reap, promote, drain).
 BATCH = 500
 #: Most outcomes one ``complete_many`` call records.
@@ -68,6 +68,9 @@ class Claim:
     deadline_ms: int
     worker_ids: tuple[str, ...] = ()
     started_ms: int = 0
+    #: Times its lease expired before (a worker died or froze running it). Such a
+    #: job ends its claim, and a worker records what it finished before running it.
+    expiries: int = 0
     #: Why the job cannot run (its row is corrupt: a field missing or unreadable);
     #: ``None`` for a sound job. A worker makes such a job dead at once.
     defect: str | None = None
@@ -633,7 +636,7 @@ def _claim(entry: Sequence[Any]) -> Claim:
     """One job of the claim script's reply. A row edited by hand may lack fields
     or hold unreadable ones: the claim then names its ``defect`` instead of
     raising, so one corrupt row cannot take the worker down."""
-    job_id, lane, token, task, args, kwargs, enqueued, deadline, workers, started = entry
+    job_id, lane, token, task, args, kwargs, enqueued, deadline, workers, started, expiries = entry
     problems = []
     if task is None or not text(task):
         problems.append("no task path")
@@ -662,5 +665,6 @@ def _claim(entry: Sequence[Any]) -> Claim:
         deadline_ms=int(deadline),
         worker_ids=tuple(text(workers).split(",")),
         started_ms=_lenient_int(started),
+        expiries=int(expiries),
         defect=f"corrupt job row: {'; '.join(problems)}" if problems else None,
     )

@@ -1,9 +1,13 @@
 """The worker: claims turns of the ring, runs django.tasks, reports outcomes.
 
-The loop stays short; everything around a job lives in :func:`run_job`, and
-the periodic duties (extend leases, reap, promote, heartbeat) in
-:meth:`Worker.beat`. Idle workers park on the queues' wake lists with a
-blocking pop instead of polling.
+Each job thread claims a few turns at once while jobs are short (prefetch),
+runs them in order (everything around one job lives in :func:`run_job`), and
+records the successes of every thread with its next claim, as one
+``complete_many`` call in the same round trip; the main thread sends those
+that waited ``FLUSH_AFTER`` and keeps the periodic duties (extend leases,
+reap, promote, heartbeat) in :meth:`Worker.beat`. Failures are recorded at
+once. Idle workers park on the queues' wake lists with a blocking pop
+instead of polling.
 """
 
 from __future__ import annotations
@@ -459,6 +463,8 @@ class Worker:
                     if live:  # from now on the wind-down lets it finish
                         job.started = time.monotonic()
                 if live:
+                    if job.claim.expiries:  # it may kill this worker: record what is done
+                        self._record_all()
                     self._run(job)
         except BaseException as exc:  # a bug: stop the worker as the old loop did
             self._crash = exc

@@ -259,3 +259,12 @@ def test_settings_are_immutable(settings: SettingsWrapper) -> None:
         current.lease = 1.0  # type: ignore[misc]
     with pytest.raises(TypeError):
         current.lane_brands["auth.permission"] = "PRM"  # type: ignore[index]
+
+
+def test_prefetch_defaults_to_one_when_one_expiry_is_final(settings: SettingsWrapper) -> None:
+    settings.EMQ = {"MAX_EXPIRIES": 1}
+    assert conf.emq_settings().prefetch == 1
+    settings.EMQ = {"MAX_EXPIRIES": 1, "PREFETCH": 8}
+    assert conf.emq_settings().prefetch == 8
+    settings.EMQ = {"MAX_EXPIRIES": 2}
+    assert conf.emq_settings().prefetch == 16

@@ -139,3 +139,56 @@ def test_max_attempts_one_still_survives_a_killed_worker(r: redis.Redis) -> None
     expire(r, queue)
     assert (queue.job(job) or {})["state"] == "pending"
     check_invariants(queue)
+
+
+def test_a_job_whose_lease_expired_before_ends_its_claim(r: redis.Redis, queue: Queue) -> None:
+    """A suspect (its worker died or froze running it) is claimed last in a claim
+    of many turns: if it kills the next worker too, nothing was claimed with it."""
+    lanes = [lane_id("USR", n) for n in range(1, 9)]
+    for lane in lanes:
+        fill(queue, lane, 3)
+    suspect, _, reaped = expire(r, queue)  # the head of the first lane
+    assert reaped == [suspect]
+    claims = queue.claim(60_000, turns=16, worker_id="w:1")
+    assert claims is not None
+    # the ring moved on by one turn: the suspect's lane comes round last
+    assert [c.lane for c in claims] == [*lanes[1:], lanes[0]]
+    assert claims[-1].job_id == suspect
+    assert [c.expiries for c in claims] == [0] * 7 + [1]
+    check_invariants(queue)
+
+
+def test_a_poison_job_among_short_ones_takes_no_innocent_job_with_it(
+    emq: redis.Redis, settings: Any, workers: Workers
+) -> None:
+    """Short jobs make a worker prefetch; a poison job among them kills three
+    workers. Only its first kill can catch jobs claimed or finished with it
+    (nobody knew it yet): each other job is charged at most that one expiry,
+    and every one of them ends done."""
+    settings.EMQ = {**settings.EMQ, "MAX_EXPIRIES": 3, "PREFETCH": 16}
+    q = backend().queue("default")
+    lanes = [lane_id("USR", n) for n in range(2, 10)]
+    innocents = [
+        enqueue_for(lane, chaos_tasks.tick, f"{lane}-{i}") for i in range(20) for lane in lanes
+    ]
+    innocents += [enqueue_for(A, chaos_tasks.tick, f"a-{i}") for i in range(10)]
+    poison = enqueue_for(A, chaos_tasks.kills_its_worker, "poison")
+    innocents += [enqueue_for(A, chaos_tasks.tick, f"a-after-{i}") for i in range(10)]
+
+    def state(job_id: str) -> str:
+        return (q.job(job_id) or {}).get("state", "")
+
+    deaths = 0
+    give_up = time.monotonic() + 90  # safety limit only
+    while any(state(job.id) != "done" for job in innocents) or state(poison.id) != "dead":
+        assert time.monotonic() < give_up, "the jobs never ended"
+        worker = workers.start("--concurrency", "1", "--lease", "1", "--burst")
+        while worker.alive():
+            time.sleep(0.05)
+        deaths += worker.process.returncode != 0
+    assert deaths == 3
+    charged = {job.id: int((q.job(job.id) or {}).get("expiries", 0)) for job in innocents}
+    assert max(charged.values()) <= 1, charged
+    runs = read_runs(workers.runs)
+    assert [run.attempt for run in runs["poison"]] == [1, 2, 3]
+    check_invariants(q)

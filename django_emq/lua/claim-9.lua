@@ -22,9 +22,14 @@
   ARGV[4]  worker    the claiming worker's id (recorded on the job)
   ARGV[5]  limit     at most this many jobs in all (a weighted turn is cut short)
 
-  Returns a flat array, 10 entries per claimed job:
+  A job whose lease has expired before (its worker died or froze running it:
+  maybe because of it) ends the claim: nothing is claimed after its turn, so
+  if it kills this worker too, it takes no prefetched job with it.
+
+  Returns a flat array, 11 entries per claimed job:
     id, lane, token, task, args, kwargs, enqueued_ms, deadline_ms,
-    workers (comma-separated ids of every claimer, this one last), started_ms
+    workers (comma-separated ids of every claimer, this one last), started_ms,
+    expiries (how many times its lease expired before)
   (empty when the ring is empty).
 ]]
 -- @include "now_ms"
@@ -53,8 +58,9 @@ end
 local weighted = redis.call('HLEN', Q.weights) > 0
 local capped = redis.call('HLEN', Q.ceilings) > 0
 
+local suspect = false
 for _ = 1, turns do
-  if claimed >= limit then break end
+  if claimed >= limit or suspect then break end
   local lane = redis.call('LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
   if not lane then break end
   local pendingKey = laneKey(prefix, lane)
@@ -79,7 +85,9 @@ for _ = 1, turns do
       local jk = jobKey(prefix, id)
       -- One read and one write of the row per job (the hot path's cost).
       local row = redis.call('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'workers', 'started',
-        'attempts')
+        'attempts', 'expiries')
+      local expiries = tonumber(row[8]) or 0
+      if expiries > 0 then suspect = true end
       local token = (tonumber(row[7]) or 0) + 1
       local workers = worker
       if row[5] and row[5] ~= '' then workers = row[5] .. ',' .. worker end
@@ -97,7 +105,7 @@ for _ = 1, turns do
       local n = #out
       out[n + 1] = id; out[n + 2] = lane; out[n + 3] = token; out[n + 4] = row[1]
       out[n + 5] = row[2]; out[n + 6] = row[3]; out[n + 7] = row[4]; out[n + 8] = deadline
-      out[n + 9] = workers; out[n + 10] = row[6]
+      out[n + 9] = workers; out[n + 10] = row[6]; out[n + 11] = expiries
     end
     k = #popped / 2
     if k > 0 then
