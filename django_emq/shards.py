@@ -7,10 +7,12 @@ hash of its id), so a lane's jobs keep their first-in-first-out order and its
 pause, ceiling and weight live where its jobs are. A claim takes the shards in
 turn: one that has nothing to serve is passed over at once, never waited on.
 
-:class:`ShardedQueue` answers every call :class:`~django_emq.queue.Queue`
-answers. Calls that name a lane go to its shard; calls that name a job find
-the shard in the job id (``<id>.s<k>``); totals and the deepest lanes merge
-the shards' answers.
+:class:`ShardedQueue` answers the calls of :class:`~django_emq.queue.Queue`
+but the worker's one-round-trip pairs (``complete_then_claim``,
+``complete_many_then_claim``: a worker claims from the shards themselves).
+Calls that name a lane go to its shard; calls that name a job find the shard
+in the job id (``<id>.s<k>``; ``complete_many`` sends one call per shard);
+totals and the deepest lanes merge the shards' answers.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .connection import UNAVAILABLE
-from .exceptions import JobNotFound
+from .exceptions import JobError, JobNotFound
 from .ids import mint_job_id, validate_job_id, validate_lane
 from .payload import text
 from .placement import job_id_on, job_shard, lane_shard, shard_tags
-from .queue import Claim, Enqueued, LaneInfo, Queue, Totals
+from .queue import Claim, Enqueued, LaneInfo, Queue, Totals, _refusals
 
 if TYPE_CHECKING:
     from .connection import Client
@@ -157,6 +159,37 @@ class ShardedQueue:
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
         self.shard_for_job(job_id).complete(job_id, token, result)
+
+    def complete_many(self, outcomes: Sequence[tuple[str, int, Any]]) -> list[JobError | None]:
+        """:meth:`Queue.complete_many`, one call per shard named by the job ids;
+        the refusals come back in the order of ``outcomes`` (an id that names
+        no shard is ``JobNotFound``). Bad input raises before anything is sent."""
+        if isinstance(outcomes, str | bytes) or not isinstance(outcomes, Sequence):
+            raise TypeError("outcomes must be a sequence of (job_id, token, result) tuples")
+        answers: list[JobError | None] = [None] * len(outcomes)
+        groups: dict[int, tuple[Queue, list[int]]] = {}
+        for i, entry in enumerate(outcomes):
+            if not isinstance(entry, tuple) or len(entry) != 3:
+                raise TypeError(f"each outcome is a (job_id, token, result) tuple, not {entry!r}")
+            if not isinstance(entry[0], str):
+                raise ValueError(f"job_id must be a non-empty str, not {entry[0]!r}")
+            try:
+                shard = self.shard_for_job(entry[0])
+            except JobNotFound as exc:
+                answers[i] = exc
+                continue
+            groups.setdefault(id(shard), (shard, []))[1].append(i)
+        # every batch is checked and encoded before the first is sent
+        prepared = [
+            (shard, places, shard._complete_call([outcomes[i] for i in places]))
+            for shard, places in groups.values()
+        ]
+        for shard, places, call in prepared:
+            if call is None:
+                continue
+            for i, refusal in zip(places, _refusals(call, shard._run(call)), strict=True):
+                answers[i] = refusal
+        return answers
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         return self.shard_for_job(job_id).retry(job_id, token, error, delay_ms)

@@ -19,7 +19,7 @@ from redis.retry import Retry
 
 from django_emq import browse, conf, get_queue
 from django_emq.backend import FairLanesBackend
-from django_emq.exceptions import JobNotFound, StaleToken
+from django_emq.exceptions import InvalidArguments, JobNotFound, StaleToken
 from django_emq.ids import lane_id
 from django_emq.parking import park, wake_groups
 from django_emq.placement import (
@@ -244,6 +244,34 @@ def test_the_whole_life_of_a_job_goes_to_its_shard(sq: ShardedQueue) -> None:
     assert dead is not None
     sq.fail(dead[0].job_id, dead[0].token, "no")
     assert sq.totals().dead == 1
+    check_every_shard(sq)
+
+
+def test_complete_many_records_across_shards_in_order(sq: ShardedQueue, r: redis.Redis) -> None:
+    lanes = [lanes_on(k, 1)[0] for k in range(S)]
+    for lane in lanes:
+        fill(sq, lane, 2)
+    claims = []
+    for _ in range(2 * S):
+        claimed = sq.claim(LONG_LEASE)
+        assert claimed is not None
+        claims += claimed
+    stale = claims[0]
+    sq.release(stale.job_id, stale.token)
+    outcomes: list[tuple[str, int, Any]] = [(c.job_id, c.token, i) for i, c in enumerate(claims)]
+    outcomes.append(("JOB0000", 1, None))  # names no shard
+    before = dump(r)
+    with pytest.raises(InvalidArguments):  # bad input on the last shard: nothing sent
+        sq.complete_many([*outcomes[1:], (claims[-1].job_id, claims[-1].token, float("nan"))])
+    assert dump(r) == before
+    answers = sq.complete_many(outcomes)
+    assert isinstance(answers[0], StaleToken)
+    assert answers[1 : 2 * S] == [None] * (2 * S - 1)
+    assert isinstance(answers[-1], JobNotFound)
+    for i, c in enumerate(claims[1:], start=1):
+        row = sq.job(c.job_id)
+        assert row is not None
+        assert (row["state"], row["result"]) == ("done", str(i))
     check_every_shard(sq)
 
 
