@@ -57,7 +57,9 @@ def test_short_jobs_are_claimed_and_recorded_many_at_a_time(emq: redis.Redis) ->
     fill(20)  # 400 jobs, 20 lanes
     emq.config_resetstat()
     burst()
-    assert evalsha_calls(emq) <= 400 / 4  # a claim and a record per job would be 800
+    # a claim and a record per job would be 800; claims of 4 jobs on average, 200
+    # (a loaded machine slows the jobs, so claims grow less: the bound leaves room)
+    assert evalsha_calls(emq) <= 200
     order = runs(emq)
     assert sorted(order) == sorted(f"{lane}:{n}" for n in range(20) for lane in LANES)
     # still one head per lane per turn: each run of 20 serves every lane once
