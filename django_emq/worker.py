@@ -613,10 +613,12 @@ class Worker:
 
         return [(queue, c) for c in claims], settle
 
-    def _record(self, batch: list[Finished], patient: bool = True) -> None:
+    def _record(self, batch: list[Finished], patient: bool = True) -> bool:
         """Record ``batch`` (one ``complete_many`` per queue). ``patient`` rides
-        out a lost server for up to ``PERSIST_PATIENCE``; else a batch the server
-        cannot take now goes back to the front of the list, for a later try."""
+        out a lost server for up to ``PERSIST_PATIENCE``; else what a server
+        cannot take now goes back to the front of the list, for a later try,
+        and the answer is True."""
+        put_back = False
         groups: dict[int, list[Finished]] = {}
         for f in batch:
             groups.setdefault(id(f.job.queue), []).append(f)
@@ -636,10 +638,12 @@ class Worker:
                     with self._lock:
                         self._unrecorded[:0] = items
                     logger.warning("Valkey unreachable while recording outcomes (%s)", exc)
+                    put_back = True
                     continue
             except Exception as exc:
                 refusals = [exc] * len(items)
             self._settle(items, refusals)
+        return put_back
 
     def _record_all(self) -> None:
         while batch := self._take_unrecorded():
@@ -658,11 +662,9 @@ class Worker:
         if wait > 0:
             return wait
         while batch := self._take_unrecorded():
-            self._record(batch, patient=False)
-            with self._lock:
-                if self._unrecorded and self._unrecorded[0] is batch[0]:  # put back
-                    self._record_hold = time.monotonic() + min(1.0, self.beat_s)
-                    return self._record_hold - time.monotonic()
+            if self._record(batch, patient=False):  # some went back: later
+                self._record_hold = time.monotonic() + min(1.0, self.beat_s)
+                return self._record_hold - time.monotonic()
         return None
 
     def _settle(self, batch: list[Finished], refusals: list[Exception | None]) -> None:

@@ -173,3 +173,43 @@ def test_a_burst_worker_that_loses_the_server_at_its_end_check_waits_for_it(
     assert worker._nothing_to_do() is False
     server.start()
     assert worker._nothing_to_do() is True
+
+
+def test_the_main_thread_sends_waiting_outcomes_with_one_try_and_keeps_them_while_down(
+    server: RestartableServer, queue: Queue
+) -> None:
+    """Outcomes the main thread sends (they waited 20 ms) never hold up its beat:
+    with the server down it tries once, keeps them, and answers when to try
+    again; once the server is back they are recorded."""
+    from django.tasks import task_backends
+
+    from django_emq.worker import FLUSH_AFTER, Finished, Running, Worker, WorkerOptions
+
+    backend = task_backends["default"]
+    assert isinstance(backend, FairLanesBackend)
+    worker = Worker(backend, WorkerOptions(beat=0.5))
+    engine = backend.queue("default")
+    engine.enqueue(lane_id("USR", 1), chaos_tasks.tick.module_path, ["x"])
+    claims = engine.claim(60_000, worker_id=worker.worker_id)
+    assert claims is not None
+    job = Running(engine, claims[0])
+    announced: list[str] = []
+    finished = Finished(job, '"x:1"', lambda: announced.append("x"), 0.0)
+    finished.at -= FLUSH_AFTER
+    worker.running[job.claim.job_id] = job
+    worker._unrecorded.append(finished)
+
+    server.kill()
+    wait = worker._record_due()
+    assert wait is not None
+    assert 0 < wait <= 0.5
+    assert worker._unrecorded == [finished]
+    assert not job.settled.is_set()
+    server.start()
+    wait_for(lambda: worker._record_due() is None, what="the outcome recorded")
+    assert announced == ["x"]
+    assert job.settled.is_set()
+    assert worker.counts["done"] == 1
+    row = engine.job(job.claim.job_id)
+    assert row is not None
+    assert row["state"] == "done"
