@@ -175,6 +175,7 @@ def test_a_burst_worker_that_loses_the_server_at_its_end_check_waits_for_it(
     assert worker._nothing_to_do() is True
 
 
+@pytest.mark.django_db  # settling closes stale database connections, as around jobs
 def test_the_main_thread_sends_waiting_outcomes_with_one_try_and_keeps_them_while_down(
     server: RestartableServer, queue: Queue
 ) -> None:
