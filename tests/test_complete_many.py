@@ -190,3 +190,18 @@ def test_a_claim_of_thousands_of_jobs_keeps_every_lease(queue: Queue) -> None:
         )
     assert queue.totals().active == 0
     check_invariants(queue)
+
+
+def test_a_claim_mends_a_depth_index_that_says_a_lane_is_empty(
+    r: redis.Redis, queue: Queue
+) -> None:
+    """The claim trusts the depth index for what a lane has left, but checks the
+    lane before letting it leave the ring: a wrong index (edited by hand) is
+    mended, and the lane keeps its turn."""
+    busy = lane(1)
+    fill(queue, busy, 3)
+    r.zadd(queue.keys.depths, {busy: 1})  # says 1; the lane holds 3
+    claim_all(queue, 1)
+    assert ring(r, queue) == [busy]
+    assert r.zscore(queue.keys.depths, busy) == 2
+    check_invariants(queue)

@@ -114,11 +114,13 @@ for _ = 1, turns do
       redis.call('HINCRBY', Q.inflight, lane, k)
       inflight = inflight + k
       -- The depth index answers what is left; an index that says nothing is
-      -- left is checked against the lane itself before the lane leaves.
+      -- left is checked against the lane itself before the lane leaves (and
+      -- mended if it was wrong).
       left = tonumber(redis.call('ZINCRBY', Q.depths, -k, lane))
       if left <= 0 then
         redis.call('ZREM', Q.depths, lane)
         left = redis.call('ZCARD', pendingKey)
+        if left > 0 then redis.call('ZADD', Q.depths, left, lane) end
       end
     end
   end
