@@ -322,6 +322,10 @@ class Worker:
         self._unrecorded: list[Finished] = []
         #: The main thread's next try after the server refused or was away.
         self._record_hold = 0.0
+        #: Outcomes taken off ``_unrecorded`` and not yet settled or put back.
+        self._sending = 0
+        #: Signalled (under ``_lock``) when outcomes settle.
+        self._settled_some = threading.Condition(self._lock)
         self._drained = False  # burst: nothing pending or due, every thread ends
         self._closed = False  # wound down: a claim that lands now is released
         self._crash: BaseException | None = None  # what broke a job thread, raised by run
@@ -464,7 +468,7 @@ class Worker:
                         job.started = time.monotonic()
                 if live:
                     if job.claim.expiries:  # it may kill this worker: record what is done
-                        self._record_all()
+                        self._settle_everything()
                     self._run(job)
         except BaseException as exc:  # a bug: stop the worker as the old loop did
             self._crash = exc
@@ -475,6 +479,16 @@ class Worker:
             with self._idle_cv:
                 self._idle_cv.notify_all()
             self._poke.set()
+
+    def _settle_everything(self) -> None:
+        """Record every waiting outcome and wait for those other threads are
+        sending: nothing finished is left to run again if the worker dies now."""
+        while True:
+            self._record_all()
+            with self._lock:
+                if not self._unrecorded and not self._sending:
+                    return
+                self._settled_some.wait(0.05)
 
     def _next_size(self, size: int, asked: int, took: float) -> int:
         """How many jobs the next claim asks for, after a claim of ``asked`` jobs
@@ -571,6 +585,7 @@ class Worker:
         with self._lock:
             batch = self._unrecorded[:MAX_BATCH]
             del self._unrecorded[:MAX_BATCH]
+            self._sending += len(batch)
         return batch
 
     def _record_then_claim(self, n: int) -> tuple[list[tuple[Queue, Claim]], Callable[[], None]]:
@@ -637,6 +652,7 @@ class Worker:
                 else:
                     with self._lock:
                         self._unrecorded[:0] = items
+                        self._sending -= len(items)
                     logger.warning("Valkey unreachable while recording outcomes (%s)", exc)
                     put_back = True
                     continue
@@ -677,6 +693,9 @@ class Worker:
         """
         for f in batch:
             f.job.settled.set()
+        with self._lock:
+            self._sending -= len(batch)
+            self._settled_some.notify_all()
         if any(error is None for error in refusals):
             close_old_connections()
         try:

@@ -17,7 +17,7 @@ from django.tasks import TaskResultStatus
 
 from django_emq import enqueue_for, lane_id
 from django_emq.exceptions import LeaseExpired, StaleToken
-from django_emq.queue import Queue
+from django_emq.queue import Claim, Queue
 from tests import chaos_tasks
 from tests.chaos_tasks import read_runs
 from tests.faults import Workers
@@ -164,7 +164,8 @@ def test_a_poison_job_among_short_ones_takes_no_innocent_job_with_it(
     """Short jobs make a worker prefetch; a poison job among them kills three
     workers. Only its first kill can catch jobs claimed or finished with it
     (nobody knew it yet): each other job is charged at most that one expiry,
-    and every one of them ends done."""
+    and every one of them ends done. (One job thread: the jobs another thread
+    runs or holds when the poison job kills its worker are charged too.)"""
     settings.EMQ = {**settings.EMQ, "MAX_EXPIRIES": 3, "PREFETCH": 16}
     q = backend().queue("default")
     lanes = [lane_id("USR", n) for n in range(2, 10)]
@@ -192,3 +193,32 @@ def test_a_poison_job_among_short_ones_takes_no_innocent_job_with_it(
     runs = read_runs(workers.runs)
     assert [run.attempt for run in runs["poison"]] == [1, 2, 3]
     check_invariants(q)
+
+
+def test_a_suspect_at_the_head_of_a_weighted_lane_ends_its_turn_too(
+    r: redis.Redis, queue: Queue
+) -> None:
+    """Nothing is claimed after a suspect, not even the rest of its lane's
+    weighted turn: those jobs go back to the lane, in their mint places."""
+    heavy = lane_id("USR", 1)
+    ids = fill(queue, heavy, 4)
+    queue.set_weight(heavy, 3)
+    suspect = claim_one_of_turn(queue, lease_ms=1)
+    sleep_past(r, suspect.deadline_ms)
+    assert queue.reap() == [suspect.job_id]
+    claims = queue.claim(60_000, turns=16, worker_id="w:1")
+    assert claims is not None
+    assert [(c.job_id, c.expiries) for c in claims] == [(suspect.job_id, 1)]
+    assert queue.depth(heavy) == 3
+    after = queue.claim(60_000, turns=16, worker_id="w:1")
+    assert after is not None
+    assert [c.job_id for c in after] == ids[1:]
+    check_invariants(queue)
+
+
+def claim_one_of_turn(queue: Queue, lease_ms: int) -> Claim:
+    """The head of a weighted turn, the rest released back to the lane."""
+    claims = queue.claim(lease_ms, max_jobs=1)
+    assert claims is not None
+    assert len(claims) == 1
+    return claims[0]

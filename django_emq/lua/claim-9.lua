@@ -23,8 +23,9 @@
   ARGV[5]  limit     at most this many jobs in all (a weighted turn is cut short)
 
   A job whose lease has expired before (its worker died or froze running it:
-  maybe because of it) ends the claim: nothing is claimed after its turn, so
-  if it kills this worker too, it takes no prefetched job with it.
+  maybe because of it) ends the claim: nothing is claimed after it, not even
+  the rest of a weighted turn, so if it kills this worker too, it takes no
+  prefetched job with it.
 
   Returns a flat array, 11 entries per claimed job:
     id, lane, token, task, args, kwargs, enqueued_ms, deadline_ms,
@@ -80,6 +81,7 @@ for _ = 1, turns do
   if k > 0 then
     local popped = redis.call('ZPOPMIN', pendingKey, k)
     local mine = {}
+    if #popped == 0 then redis.call('ZREM', Q.depths, lane) end  -- the index said too many
     for i = 1, #popped, 2 do
       local id = popped[i]
       local jk = jobKey(prefix, id)
@@ -106,8 +108,15 @@ for _ = 1, turns do
       out[n + 1] = id; out[n + 2] = lane; out[n + 3] = token; out[n + 4] = row[1]
       out[n + 5] = row[2]; out[n + 6] = row[3]; out[n + 7] = row[4]; out[n + 8] = deadline
       out[n + 9] = workers; out[n + 10] = row[6]; out[n + 11] = expiries
+      if suspect then
+        -- the rest of this (weighted) turn goes back, in its mint places
+        for j = i + 2, #popped, 2 do
+          redis.call('ZADD', pendingKey, popped[j + 1], popped[j])
+        end
+        break
+      end
     end
-    k = #popped / 2
+    k = #mine / 2
     if k > 0 then
       claimed = claimed + k
       redis.call('ZADD', laneActiveKey(prefix, lane), unpack(mine))
