@@ -27,7 +27,7 @@ from .exceptions import JobError, JobNotFound
 from .ids import mint_job_id, validate_job_id, validate_lane
 from .payload import text
 from .placement import job_id_on, job_shard, lane_shard, shard_tags
-from .queue import Claim, Enqueued, LaneInfo, Queue, Totals, _refusals
+from .queue import MAX_BATCH, Claim, Enqueued, LaneInfo, Queue, Totals, _refusals
 
 if TYPE_CHECKING:
     from .connection import Client
@@ -166,6 +166,8 @@ class ShardedQueue:
         no shard is ``JobNotFound``). Bad input raises before anything is sent."""
         if isinstance(outcomes, str | bytes) or not isinstance(outcomes, Sequence):
             raise TypeError("outcomes must be a sequence of (job_id, token, result) tuples")
+        if len(outcomes) > MAX_BATCH:
+            raise ValueError(f"at most {MAX_BATCH} outcomes per call, not {len(outcomes)}")
         answers: list[JobError | None] = [None] * len(outcomes)
         groups: dict[int, tuple[Queue, list[int]]] = {}
         for i, entry in enumerate(outcomes):

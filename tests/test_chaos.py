@@ -1,10 +1,11 @@
-"""Chaos: workers killed with SIGKILL every half second, the Valkey server killed
-and restarted from its append-only file midway, and still no job is lost.
+"""Chaos: workers killed with SIGKILL every half second or so, the Valkey server
+killed and restarted from its append-only file midway, and still no job is lost.
 
 5,000 jobs over 50 lanes (one lane holds half of them) are worked by 3 worker
-processes of 4 threads each. Every half second a random worker (of those that
-are up: a process still starting has no jobs to lose, and killing only those
-would starve the test on a busy machine) is killed and a new one started. The
+processes of 4 threads each. Every half second, as soon as one holds leases,
+a random worker of those holding leases (a process still starting or idle
+between the producer's batches has no jobs to lose) is killed and a new one
+started. The
 producer enqueues a batch every 0.4 s while all this happens; once a quarter
 of the jobs are done, the server is killed (SIGKILL, so nothing gets flushed
 on the way down), an enqueue meanwhile must be refused with ``EnqueueError``,

@@ -561,3 +561,10 @@ def test_the_admin_shows_and_acts_on_a_sharded_queue(
     assert paused.status_code == 302
     assert sharded.shards[1].lane(lanes[1]).paused
     assert sharded.totals().ring == 2
+
+
+def test_complete_many_refuses_more_than_a_batch_across_shards(sq: ShardedQueue) -> None:
+    from django_emq.queue import MAX_BATCH
+
+    with pytest.raises(ValueError, match="at most"):
+        sq.complete_many([(f"JOB{i:017d}.s0", 1, None) for i in range(MAX_BATCH + 1)])
