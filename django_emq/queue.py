@@ -289,16 +289,19 @@ class Queue:
         ``max_jobs`` caps the jobs returned in all (a worker passes its free
         slots); a weighted turn cut short by it just serves fewer jobs.
         """
+        flat = self._run(self._claim_call(lease_ms, turns, worker_id, max_jobs))
+        return _claims(flat) or None
+
+    def _claim_call(
+        self, lease_ms: int, turns: int, worker_id: str | None, max_jobs: int | None
+    ) -> calls.Call:
         _positive_int("lease_ms", lease_ms)
         _positive_int("turns", turns, MAX_WEIGHT)
         limit = turns * MAX_WEIGHT if max_jobs is None else _positive_int("max_jobs", max_jobs)
         worker = worker_id or default_worker_id()
         if not WORKER_ID_RE.fullmatch(worker):
             raise ValueError(f"{worker!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
-        flat = self._run(calls.claim(self.keys, lease_ms, turns, worker, limit))
-        if not flat:
-            return None
-        return [_claim(flat[i : i + CLAIM_STRIDE]) for i in range(0, len(flat), CLAIM_STRIDE)]
+        return calls.claim(self.keys, lease_ms, turns, worker, limit)
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
         """Record success; raises ``StaleToken`` if the lease moved on (nothing changes)."""
@@ -322,22 +325,8 @@ class Queue:
         return _refusals(call, self._run(call))
 
     def _complete_call(self, outcomes: Sequence[tuple[str, int, Any]]) -> calls.Call | None:
-        if isinstance(outcomes, str | bytes) or not isinstance(outcomes, Sequence):
-            raise TypeError("outcomes must be a sequence of (job_id, token, result) tuples")
-        if len(outcomes) > MAX_BATCH:
-            raise ValueError(f"at most {MAX_BATCH} outcomes per call, not {len(outcomes)}")
-        encoded: list[tuple[str, int, str]] = []
-        for entry in outcomes:
-            if not isinstance(entry, tuple) or len(entry) != 3:
-                raise TypeError(f"each outcome is a (job_id, token, result) tuple, not {entry!r}")
-            job_id, token, result = entry
-            if not isinstance(job_id, str) or not job_id:
-                raise ValueError(f"job_id must be a non-empty str, not {job_id!r}")
-            _positive_int("token", token)
-            encoded.append((job_id, token, encode_result(result)))
-        if not encoded:
-            return None
-        return calls.complete(self.keys, encoded, self.result_ttl_ms)
+        encoded = encode_outcomes(outcomes)
+        return calls.complete(self.keys, encoded, self.result_ttl_ms) if encoded else None
 
     def complete_then_claim(
         self,
@@ -383,14 +372,8 @@ class Queue:
         than raised so the claims, whose leases are held, are never dropped. A
         connection lost before any reply raises, as in :meth:`complete_then_claim`.
         """
-        _positive_int("lease_ms", lease_ms)
-        _positive_int("turns", turns, MAX_WEIGHT)
-        limit = turns * MAX_WEIGHT if max_jobs is None else _positive_int("max_jobs", max_jobs)
-        worker = worker_id or default_worker_id()
-        if not WORKER_ID_RE.fullmatch(worker):
-            raise ValueError(f"{worker!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
+        take = self._claim_call(lease_ms, turns, worker_id, max_jobs)
         done = self._complete_call(outcomes)
-        take = calls.claim(self.keys, lease_ms, turns, worker, limit)
         pipe = self.connection.pipeline(transaction=False)
         if done is not None:
             self._scripts.pipelined(done.script, done.keys, done.args, pipe)
@@ -410,12 +393,7 @@ class Queue:
                 take_reply = self._run(take)
             except redis.RedisError:  # the outcomes are recorded: claim again later
                 take_reply = None
-        claims: list[Claim] = []
-        if take_reply and not isinstance(take_reply, Exception):
-            claims = [
-                _claim(take_reply[i : i + CLAIM_STRIDE])
-                for i in range(0, len(take_reply), CLAIM_STRIDE)
-            ]
+        claims = [] if isinstance(take_reply, Exception) else _claims(take_reply)
         if done is None:
             return claims, []
         if isinstance(done_reply, Exception):
@@ -624,6 +602,32 @@ def _lenient_int(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         return 0
+
+
+def encode_outcomes(outcomes: Sequence[tuple[str, int, Any]]) -> list[tuple[str, int, str]]:
+    """Check ``(job_id, token, result)`` outcomes and encode their results;
+    raises on bad input (nothing has been sent then)."""
+    if isinstance(outcomes, str | bytes) or not isinstance(outcomes, Sequence):
+        raise TypeError("outcomes must be a sequence of (job_id, token, result) tuples")
+    if len(outcomes) > MAX_BATCH:
+        raise ValueError(f"at most {MAX_BATCH} outcomes per call, not {len(outcomes)}")
+    encoded: list[tuple[str, int, str]] = []
+    for entry in outcomes:
+        if not isinstance(entry, tuple) or len(entry) != 3:
+            raise TypeError(f"each outcome is a (job_id, token, result) tuple, not {entry!r}")
+        job_id, token, result = entry
+        if not isinstance(job_id, str) or not job_id:
+            raise ValueError(f"job_id must be a non-empty str, not {job_id!r}")
+        _positive_int("token", token)
+        encoded.append((job_id, token, encode_result(result)))
+    return encoded
+
+
+def _claims(flat: Sequence[Any] | None) -> list[Claim]:
+    """The claim script's flat reply, job by job."""
+    if not flat:
+        return []
+    return [_claim(flat[i : i + CLAIM_STRIDE]) for i in range(0, len(flat), CLAIM_STRIDE)]
 
 
 def _refusals(call: calls.Call, codes: Sequence[int]) -> list[JobError | None]:

@@ -22,12 +22,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from . import calls
 from .connection import UNAVAILABLE
 from .exceptions import JobError, JobNotFound
 from .ids import mint_job_id, validate_job_id, validate_lane
 from .payload import text
 from .placement import job_id_on, job_shard, lane_shard, shard_tags
-from .queue import MAX_BATCH, Claim, Enqueued, LaneInfo, Queue, Totals, _refusals
+from .queue import Claim, Enqueued, LaneInfo, Queue, Totals, _refusals, encode_outcomes
 
 if TYPE_CHECKING:
     from .connection import Client
@@ -164,31 +165,18 @@ class ShardedQueue:
         """:meth:`Queue.complete_many`, one call per shard named by the job ids;
         the refusals come back in the order of ``outcomes`` (an id that names
         no shard is ``JobNotFound``). Bad input raises before anything is sent."""
-        if isinstance(outcomes, str | bytes) or not isinstance(outcomes, Sequence):
-            raise TypeError("outcomes must be a sequence of (job_id, token, result) tuples")
-        if len(outcomes) > MAX_BATCH:
-            raise ValueError(f"at most {MAX_BATCH} outcomes per call, not {len(outcomes)}")
-        answers: list[JobError | None] = [None] * len(outcomes)
+        encoded = encode_outcomes(outcomes)
+        answers: list[JobError | None] = [None] * len(encoded)
         groups: dict[int, tuple[Queue, list[int]]] = {}
-        for i, entry in enumerate(outcomes):
-            if not isinstance(entry, tuple) or len(entry) != 3:
-                raise TypeError(f"each outcome is a (job_id, token, result) tuple, not {entry!r}")
-            if not isinstance(entry[0], str):
-                raise ValueError(f"job_id must be a non-empty str, not {entry[0]!r}")
+        for i, (job_id, _, _) in enumerate(encoded):
             try:
-                shard = self.shard_for_job(entry[0])
+                shard = self.shard_for_job(job_id)
             except JobNotFound as exc:
                 answers[i] = exc
                 continue
             groups.setdefault(id(shard), (shard, []))[1].append(i)
-        # every batch is checked and encoded before the first is sent
-        prepared = [
-            (shard, places, shard._complete_call([outcomes[i] for i in places]))
-            for shard, places in groups.values()
-        ]
-        for shard, places, call in prepared:
-            if call is None:
-                continue
+        for shard, places in groups.values():
+            call = calls.complete(shard.keys, [encoded[i] for i in places], shard.result_ttl_ms)
             for i, refusal in zip(places, _refusals(call, shard._run(call)), strict=True):
                 answers[i] = refusal
         return answers
