@@ -113,6 +113,11 @@ def _nothing() -> None:
     """Nothing to settle."""
 
 
+def _outcomes(batch: list[Finished]) -> list[tuple[str, int, Any]]:
+    """``complete_many``'s arguments for ``batch``."""
+    return [(f.job.claim.job_id, f.job.claim.token, f.encoded) for f in batch]
+
+
 def backoff_seconds(attempt: int, base: float, cap: float) -> float:
     """Exponential back-off with full jitter: uniform in [0, min(cap, base * 2**(n-1))]."""
     return random.uniform(0, min(cap, base * 2 ** max(0, attempt - 1)))
@@ -601,7 +606,7 @@ class Worker:
             return self._claim(n), _nothing
         try:
             claims, refusals = queue.complete_many_then_claim(
-                [(f.job.claim.job_id, f.job.claim.token, f.encoded) for f in batch],
+                _outcomes(batch),
                 self.lease_ms,
                 turns=n,
                 worker_id=self.worker_id,
@@ -617,14 +622,14 @@ class Worker:
             raise
         # A connection lost after the claim came back (while a flushed script
         # was loaded again): those outcomes are recorded again, patiently.
-        again = [f for f, e in zip(batch, refusals, strict=True) if isinstance(e, UNAVAILABLE)]
-        done = [
-            (f, e) for f, e in zip(batch, refusals, strict=True) if not isinstance(e, UNAVAILABLE)
-        ]
+        lost = [isinstance(e, UNAVAILABLE) for e in refusals]
 
         def settle() -> None:
-            self._settle([f for f, _ in done], [e for _, e in done])
-            self._record(again)
+            self._settle(
+                [f for f, x in zip(batch, lost, strict=True) if not x],
+                [e for e, x in zip(refusals, lost, strict=True) if not x],
+            )
+            self._record([f for f, x in zip(batch, lost, strict=True) if x])
 
         return [(queue, c) for c in claims], settle
 
@@ -639,7 +644,7 @@ class Worker:
             groups.setdefault(id(f.job.queue), []).append(f)
         for items in groups.values():
             queue = items[0].job.queue
-            outcomes = [(f.job.claim.job_id, f.job.claim.token, f.encoded) for f in items]
+            outcomes = _outcomes(items)
             refusals: list[Exception | None]
             try:
                 if patient:
@@ -689,15 +694,14 @@ class Worker:
         Every job is marked settled first (the beat stops extending them), then
         each recorded one is announced with ``task_finished``: from the thread
         that recorded it, which may not be the one that ran it (database
-        connections the receivers open are closed around them, as around jobs).
+        connections the receivers open are closed afterwards, as after a job).
         """
         for f in batch:
             f.job.settled.set()
         with self._lock:
             self._sending -= len(batch)
             self._settled_some.notify_all()
-        if any(error is None for error in refusals):
-            close_old_connections()
+        announced = any(error is None for error in refusals)
         try:
             for f, error in zip(batch, refusals, strict=True):
                 c = f.job.claim
@@ -721,7 +725,7 @@ class Worker:
                         )
                 self._ended(f.job, outcome, f.duration)
         finally:
-            if any(error is None for error in refusals):
+            if announced:  # connections the receivers opened, as after a job
                 close_old_connections()
 
     def _ended(self, job: Running, outcome: str, duration: float) -> None:
