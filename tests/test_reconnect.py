@@ -27,14 +27,6 @@ LANES = 4
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[RestartableServer]:
-    s = RestartableServer(tmp_path / "valkey", fsync="always")
-    s.start()
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def workers(server: RestartableServer, tmp_path: Path) -> Iterator[Workers]:
     w = Workers(server.url, tmp_path)
     yield w
