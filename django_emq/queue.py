@@ -295,13 +295,7 @@ class Queue:
     def _claim_call(
         self, lease_ms: int, turns: int, worker_id: str | None, max_jobs: int | None
     ) -> calls.Call:
-        _positive_int("lease_ms", lease_ms)
-        _positive_int("turns", turns, MAX_WEIGHT)
-        limit = turns * MAX_WEIGHT if max_jobs is None else _positive_int("max_jobs", max_jobs)
-        worker = worker_id or default_worker_id()
-        if not WORKER_ID_RE.fullmatch(worker):
-            raise ValueError(f"{worker!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
-        return calls.claim(self.keys, lease_ms, turns, worker, limit)
+        return calls.claim(self.keys, *claim_args(lease_ms, turns, worker_id, max_jobs))
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
         """Record success; raises ``StaleToken`` if the lease moved on (nothing changes)."""
@@ -364,41 +358,19 @@ class Queue:
         worker_id: str | None = None,
         max_jobs: int | None = None,
     ) -> tuple[list[Claim], list[Exception | None]]:
-        """:meth:`complete_many`, then :meth:`claim`, in one round trip.
+        """:meth:`complete_many`, then :meth:`claim`, in one script call (one
+        round trip).
 
         Answers the claims and one entry per outcome: ``None`` when recorded,
-        else what refused it (``StaleToken``, ``JobNotFound``, or the server's
-        error for the whole batch, a lost connection included), returned rather
-        than raised so the claims, whose leases are held, are never dropped. A
-        connection lost before any reply raises, as in :meth:`complete_then_claim`.
+        else what refused it (``StaleToken``, ``JobNotFound``). Bad input raises
+        before anything is sent; a lost connection raises, as in
+        :meth:`complete_then_claim`.
         """
-        take = self._claim_call(lease_ms, turns, worker_id, max_jobs)
-        done = self._complete_call(outcomes)
-        pipe = self.connection.pipeline(transaction=False)
-        if done is not None:
-            self._scripts.pipelined(done.script, done.keys, done.args, pipe)
-        self._scripts.pipelined(take.script, take.keys, take.args, pipe)
-        replies = pipe.execute(raise_on_error=False)
-        done_reply, take_reply = replies if done is not None else (None, replies[0])
-        # After a SCRIPT FLUSH the server ran neither: run them again, in order.
-        # The claim may have run (another client loaded it meanwhile): whatever
-        # the retried outcomes meet, its jobs are handed over, never dropped.
-        if done is not None and isinstance(done_reply, NoScriptError):
-            try:
-                done_reply = self._run(done)
-            except redis.RedisError as exc:
-                done_reply = exc
-        if isinstance(take_reply, NoScriptError):
-            try:
-                take_reply = self._run(take)
-            except redis.RedisError:  # the outcomes are recorded: claim again later
-                take_reply = None
-        claims = [] if isinstance(take_reply, Exception) else _claims(take_reply)
-        if done is None:
-            return claims, []
-        if isinstance(done_reply, Exception):
-            return claims, [done_reply] * len(outcomes)
-        return claims, list(_refusals(done, done_reply or []))
+        take = claim_args(lease_ms, turns, worker_id, max_jobs)
+        encoded = encode_outcomes(outcomes)
+        call = calls.complete_claim(self.keys, encoded, self.result_ttl_ms, *take)
+        codes, flat = self._run(call)
+        return _claims(flat), list(_refusals(call, codes, first=6))
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of
@@ -596,6 +568,19 @@ class Queue:
         return {text(f): text(v) for f, v in row.items()} if row else None
 
 
+def claim_args(
+    lease_ms: int, turns: int, worker_id: str | None, max_jobs: int | None
+) -> tuple[int, int, str, int]:
+    """A claim's checked ``(lease_ms, turns, worker, limit)``; raises on bad input."""
+    _positive_int("lease_ms", lease_ms)
+    _positive_int("turns", turns, MAX_WEIGHT)
+    limit = turns * MAX_WEIGHT if max_jobs is None else _positive_int("max_jobs", max_jobs)
+    worker = worker_id or default_worker_id()
+    if not WORKER_ID_RE.fullmatch(worker):
+        raise ValueError(f"{worker!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
+    return lease_ms, turns, worker, limit
+
+
 def _lenient_int(value: Any) -> int:
     """A timestamp kept on a row; 0 when it is missing or unreadable."""
     try:
@@ -630,9 +615,10 @@ def _claims(flat: Sequence[Any] | None) -> list[Claim]:
     return [_claim(flat[i : i + CLAIM_STRIDE]) for i in range(0, len(flat), CLAIM_STRIDE)]
 
 
-def _refusals(call: calls.Call, codes: Sequence[int]) -> list[JobError | None]:
-    """The complete script's codes, one per job of ``call``, as refusals."""
-    ids = call.args[2::3]
+def _refusals(call: calls.Call, codes: Sequence[int], first: int = 2) -> list[JobError | None]:
+    """The complete script's codes, one per job of ``call`` (whose triples start
+    at ``call.args[first]``), as refusals."""
+    ids = call.args[first::3]
     return [refusal(code, str(job_id)) for code, job_id in zip(codes, ids, strict=True)]
 
 

@@ -47,6 +47,7 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "seq": "string",
     "wake": "list",
     "workers": "hash",
+    "turn": "hash",
 }
 
 
@@ -155,6 +156,11 @@ def check_invariants(queue: Queue) -> Snapshot:
         f"weights must be >= 2 (weight 1 is stored as absence): {snap.weights}"
     )
     assert r.llen(k.wake) <= 64, "the wake list is capped at 64 tokens"
+    turn = {text(f): text(v) for f, v in r.hgetall(k.turn).items()}
+    if turn:  # the rest of a weighted turn
+        assert set(turn) == {"lane", "credit"}, f"a saved turn is {turn}"
+        validate_lane(turn["lane"])
+        assert int(turn["credit"]) >= 1, f"a saved turn holds no credit: {turn}"
 
     # -- the ring ---------------------------------------------------------
     duplicates = [lane for lane, n in Counter(snap.ring).items() if n > 1]
