@@ -67,16 +67,35 @@ class JSONText(str):
     """JSON text :func:`encode_result` made: passed through as is, never encoded twice."""
 
 
-def encode_result(value: Any) -> JSONText:
-    """Encode a task's return value; refuses what JSON cannot hold. Text it made
-    before (a :class:`JSONText`) comes back unchanged, so a worker that checks a
-    value by encoding it does not pay for a second encoding when it records it."""
+def encode_result(value: Any, max_bytes: int | None = None) -> JSONText:
+    """Encode a task's return value; refuses (``InvalidArguments``) what JSON
+    cannot hold or Valkey cannot take: NaN and infinities, objects JSON does not
+    know, nesting deeper than the encoder recurses, text that is not valid
+    Unicode (a lone surrogate), and, given ``max_bytes``, a result larger than
+    that once encoded. Text it made before (a :class:`JSONText`) comes back
+    unchanged, so a worker that checks a value by encoding it does not pay for
+    a second encoding when it records it."""
     if isinstance(value, JSONText):
         return value
     try:
-        return JSONText(_dumps(value))
+        encoded = _dumps(value)
     except (TypeError, ValueError) as exc:
         raise InvalidArguments(f"a task's return value must be JSON-serialisable: {exc}") from None
+    except RecursionError:
+        raise InvalidArguments("a task's return value is nested too deeply for JSON") from None
+    try:
+        size = len(encoded.encode())
+    except UnicodeEncodeError as exc:
+        raise InvalidArguments(
+            f"a task's return value holds text that is not valid Unicode ({exc.reason} "
+            f"at {exc.start}: a lone surrogate?)"
+        ) from None
+    if max_bytes is not None and size > max_bytes:
+        raise InvalidArguments(
+            f"a task's return value is {size} bytes as JSON, over the {max_bytes}-byte limit "
+            "(EMQ['MAX_PAYLOAD']); store it elsewhere and return a reference to it"
+        )
+    return JSONText(encoded)
 
 
 def text(value: Any) -> str:
