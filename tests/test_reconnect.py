@@ -180,7 +180,7 @@ def test_a_burst_worker_that_loses_the_server_at_its_end_check_waits_for_it(
     assert isinstance(backend, FairLanesBackend)
 
     async def check() -> tuple[bool, bool]:
-        core, claimer, shard = _parts(backend, WorkerOptions(burst=True, beat=0.2))
+        _, claimer, shard = _parts(backend, WorkerOptions(burst=True, beat=0.2))
         server.kill()
         await claimer._nothing_to_claim()
         down = claimer.drained
