@@ -74,9 +74,7 @@ def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int) -> C
     return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit])
 
 
-def complete(
-    k: QueueKeys, outcomes: Sequence[tuple[str, int, str | bytes]], ttl_ms: int
-) -> Call:
+def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str | bytes]], ttl_ms: int) -> Call:
     """Record the success of each ``(job_id, token, result_json)`` of ``outcomes``."""
     keys = [
         k.ring,

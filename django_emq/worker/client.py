@@ -15,6 +15,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.crc import key_slot
 from redis.exceptions import NoScriptError
+from redis.maint_notifications import MaintNotificationsConfig
 
 from ..calls import Call
 from ..connection import UNAVAILABLE, server_url
@@ -35,6 +36,8 @@ def async_client(socket_timeout: float | None, connect_timeout: float) -> AsyncC
     makes them (no retries: the worker decides what may run twice)."""
     url = server_url()
     retry = Retry(NoBackoff(), 0)
+    # No maintenance notifications: a round trip per new connection that Valkey refuses.
+    quiet = MaintNotificationsConfig(enabled=False)
     if is_cluster_url(url):
         cluster = parse_cluster_url(url)
         options = dict(cluster.options)
@@ -45,6 +48,7 @@ def async_client(socket_timeout: float | None, connect_timeout: float) -> AsyncC
             socket_timeout=socket_timeout,
             socket_connect_timeout=connect_timeout,
             retry=retry,
+            maint_notifications_config=quiet,
             **options,
         )
     client: aredis.Redis = aredis.Redis.from_url(
@@ -52,6 +56,7 @@ def async_client(socket_timeout: float | None, connect_timeout: float) -> AsyncC
         socket_timeout=socket_timeout,
         socket_connect_timeout=connect_timeout,
         retry=retry,
+        maint_notifications_config=quiet,
     )
     return client
 

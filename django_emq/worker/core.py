@@ -200,12 +200,12 @@ class Core:
         """``job`` finished running (or could not run): its outcome goes on."""
         if self.held.get(job.job_id) is not job:  # released meanwhile (past the grace)
             return
-        self._stopped_executing(job)
         if job.started:
             self._learn(job.duration)
-        if isinstance(outcome, Done):
+        if isinstance(outcome, Done):  # recorded later, with a claim: the slot is free now
+            self._stopped_executing(job)
             self.outcomes.add(Success(job, outcome.encoded, outcome.value))
-        else:
+        else:  # recorded at once; the slot is free once it is
             self.spawn(self._record_failure(job, outcome))
 
     def _stopped_executing(self, job: Job) -> None:
@@ -228,6 +228,8 @@ class Core:
         except CALL_ERRORS as exc:
             logger.error("job %s: the worker failed to record its failure (%r)", job.job_id, exc)
             state = "stale"
+        finally:
+            self._stopped_executing(job)
         job.settled = True
         self.ended(job, state, failed.reason)
         if state == "dead" and job.result is not None:

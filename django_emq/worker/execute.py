@@ -23,7 +23,7 @@ from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
 from ..backend import FairLanesBackend, moment, task_error
-from ..exceptions import CorruptJob
+from ..exceptions import CorruptJob, InvalidArguments
 from ..payload import encode_result
 from ..queue import Claim
 
@@ -148,9 +148,12 @@ def finish(value: Any, attempt: int, policy: Policy) -> Outcome:
     """A returned value as it will be recorded; what JSON or Valkey cannot hold
     (NaN, a lone surrogate, too deep, too big) fails the job here, alone."""
     try:
-        encoded = encode_result(normalize_json(value), policy.max_result)
-        return Done(encoded.encode(), value)
-    except (ValueError, TypeError, RecursionError) as exc:
+        try:
+            normalized = normalize_json(value)
+        except RecursionError:
+            raise InvalidArguments("a task's return value is nested too deeply for JSON") from None
+        return Done(encode_result(normalized, policy.max_result).encode(), value)
+    except (ValueError, TypeError) as exc:
         return failed(exc, attempt, policy)
 
 
