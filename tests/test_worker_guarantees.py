@@ -20,7 +20,7 @@ from django_emq import lane_id
 from django_emq.worker.beat import PRUNE_AFTER_BEATS
 from tests.faults import Workers
 from tests.helpers import wait_for
-from tests.invariants import check_invariants
+from tests.invariants import check_invariants, text
 from tests.test_worker import backend, runs
 
 pytestmark = pytest.mark.django_db
@@ -166,4 +166,4 @@ def test_heartbeats_of_killed_workers_are_pruned_by_a_live_one(
 
 
 def beating(r: redis.Redis, key: str) -> set[str]:
-    return {k.decode() for k in r.hkeys(key)}
+    return {text(k) for k in r.hkeys(key)}
