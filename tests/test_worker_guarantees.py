@@ -5,8 +5,11 @@ that harms only its own job, heartbeats of dead workers pruned."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +24,7 @@ from django_emq.worker.beat import PRUNE_AFTER_BEATS
 from tests.faults import Workers
 from tests.helpers import wait_for
 from tests.invariants import check_invariants, text
-from tests.test_worker import backend, runs
+from tests.test_worker import ROOT, backend, runs
 
 pytestmark = pytest.mark.django_db
 A, B = lane_id("USR", 1), lane_id("USR", 2)
@@ -167,3 +170,30 @@ def test_heartbeats_of_killed_workers_are_pruned_by_a_live_one(
 
 def beating(r: redis.Redis, key: str) -> set[str]:
     return {text(k) for k in r.hkeys(key)}
+
+
+# -- logging -------------------------------------------------------------------------
+
+
+def test_one_line_per_job_under_djangos_default_logging(emq: redis.Redis) -> None:
+    """A project that leaves Django's default LOGGING in place (DEBUG on) gets
+    each job's line once, and the worker's start line once."""
+    q = backend().queue("default")
+    done = q.enqueue(A, "tests.tasks.add", [1, 2])
+    failing = q.enqueue(B, "tests.tasks.boom", ["b"])
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.logging_settings",
+        "PYTHONPATH": str(ROOT),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "django", "run_emq_worker", "--burst"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True,
+    ).stderr  # fmt: skip
+    lines = out.splitlines()
+    assert len([line for line in lines if f"job={done.job_id}" in line]) == 1, out
+    retry = [line for line in lines if f"job={failing.job_id}" in line and "attempt=1" in line]
+    assert len(retry) == 1, out
+    assert "error=RuntimeError('boom b') outcome=retry" in retry[0]
+    assert len([line for line in lines if ", concurrency 1 " in line]) == 1, out
+    assert "Task id=" not in out, "Django's own per-job lines say it again"
