@@ -15,6 +15,8 @@ import threading
 import time
 from typing import Any
 
+from django.conf import settings
+
 from ..backend import FairLanesBackend
 from ..connection import UNAVAILABLE, unsupported_reason, version_from_info
 from ..exceptions import ConfigurationError
@@ -49,7 +51,7 @@ class Worker:
         self.worker_id = self.plan.worker_id
         self.policy = Policy(
             backend.alias, self.plan.retry_backoff, self.plan.retry_backoff_max,
-            self.plan.max_payload,
+            self.plan.max_payload, bool(settings.USE_TZ),
         )  # fmt: skip
         self.counts: dict[str, int] = {}
         self._signals_wanted = False
