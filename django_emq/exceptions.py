@@ -1,82 +1,47 @@
-"""Every exception django-emq raises, and the map from Lua return codes to them."""
+"""Every exception django-emq raises: the engine's, and the Django layer's own."""
 
 from __future__ import annotations
 
-
-class EMQError(Exception):
-    """Base class of every django-emq error."""
+from .engine.exceptions import (
+    BAD_STATE,
+    NO_JOB,
+    STALE_TOKEN,
+    UNAVAILABLE,
+    CorruptJob,
+    EMQError,
+    EnqueueError,
+    InvalidArguments,
+    InvalidJobState,
+    JobError,
+    JobNotFound,
+    LeaseExpired,
+    ScriptError,
+    StaleToken,
+    check_code,
+    refusal,
+)
 
 
 class ConfigurationError(EMQError):
     """The EMQ settings or the Valkey server cannot be used as configured."""
 
 
-class EnqueueError(EMQError):
-    """A job could not be enqueued (the server is unreachable or refused it)."""
-
-
-class InvalidArguments(EMQError, ValueError):
-    """Task arguments that do not survive a JSON round trip, or are too large."""
-
-
-class JobError(EMQError):
-    """An operation on one job was refused; nothing changed."""
-
-    def __init__(self, job_id: str, message: str) -> None:
-        super().__init__(f"job {job_id}: {message}")
-        self.job_id = job_id
-
-
-class JobNotFound(JobError, LookupError):
-    """No job row with that id (never enqueued, or its result expired)."""
-
-
-class StaleToken(JobError):
-    """The fencing token is not the job's current attempt: the lease moved on.
-
-    A worker whose lease expired gets this on complete, retry, extend or
-    release; the newer attempt's outcome stands.
-    """
-
-
-class InvalidJobState(JobError):
-    """The job is not in a state the operation accepts (e.g. moving an active job)."""
-
-
-class LeaseExpired(JobError):
-    """The error a job is left dead with when its lease expired as many times as
-    its max attempts: the worker running it died or froze every time. Kept on
-    the row by the reaper; never raised."""
-
-
-class CorruptJob(JobError):
-    """A claimed job's row is missing fields or holds values that cannot be read
-    (edited by hand, or written by something else): it can never run, so the
-    worker makes it dead with this error."""
-
-
-#: Negative codes returned by the Lua scripts, in one place.
-NO_JOB = -1
-STALE_TOKEN = -2
-BAD_STATE = -3
-
-_CODES: dict[int, tuple[type[JobError], str]] = {
-    NO_JOB: (JobNotFound, "no such job"),
-    STALE_TOKEN: (StaleToken, "stale token: the job was claimed again since"),
-    BAD_STATE: (InvalidJobState, "not in a state this operation accepts"),
-}
-
-
-def check_code(reply: object, job_id: str) -> None:
-    """Raise the exception a negative script reply stands for; do nothing otherwise."""
-    error = refusal(reply, job_id)
-    if error is not None:
-        raise error
-
-
-def refusal(reply: object, job_id: str) -> JobError | None:
-    """The exception a negative script reply stands for, or ``None``."""
-    if isinstance(reply, int) and reply < 0:
-        cls, message = _CODES[reply]
-        return cls(job_id, message)
-    return None
+__all__ = [
+    "BAD_STATE",
+    "NO_JOB",
+    "STALE_TOKEN",
+    "UNAVAILABLE",
+    "ConfigurationError",
+    "CorruptJob",
+    "EMQError",
+    "EnqueueError",
+    "InvalidArguments",
+    "InvalidJobState",
+    "JobError",
+    "JobNotFound",
+    "LeaseExpired",
+    "ScriptError",
+    "StaleToken",
+    "check_code",
+    "refusal",
+]

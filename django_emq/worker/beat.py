@@ -6,22 +6,21 @@ heartbeats of workers that stopped beating, touch the health file."""
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
-from .. import calls
-from ..exceptions import JobError, check_code
-from ..payload import text
+from ..engine import calls
+from ..engine.exceptions import JobError, check_code
+from ..engine.payload import text
+from ..engine.rows import heartbeat, parse_heartbeat
 from .client import AsyncClient
 from .jobs import Job
 from .outcomes import CALL_ERRORS
@@ -31,37 +30,6 @@ logger = logging.getLogger("django_emq.worker")
 
 #: A heartbeat older than this many of its worker's beats is pruned.
 PRUNE_AFTER_BEATS = 5
-
-
-@dataclass(frozen=True, slots=True)
-class Heartbeat:
-    """One worker's record in ``emq:{q}:workers``. ``beat`` is in server ms
-    (the worker's clock corrected by the server's); ``every`` its beat in ms."""
-
-    host: str
-    pid: int
-    done: int
-    running: int
-    beat: int
-    every: int
-
-    def encode(self) -> str:
-        return json.dumps(
-            {"host": self.host, "pid": self.pid, "done": self.done, "running": self.running,
-             "beat": self.beat, "every": self.every},
-            separators=(",", ":"),
-        )  # fmt: skip
-
-    @staticmethod
-    def stale(raw: Any, now_ms: int, default_every_ms: int) -> bool:
-        """Whether a record is older than :data:`PRUNE_AFTER_BEATS` of its worker's
-        beats (an unreadable record is kept: it may be another version's)."""
-        try:
-            record = json.loads(raw)
-            every = int(record.get("every") or default_every_ms)
-            return now_ms - int(record["beat"]) > PRUNE_AFTER_BEATS * every
-        except (ValueError, TypeError, KeyError, AttributeError):
-            return False
 
 
 class Beat:
@@ -144,19 +112,23 @@ class Beat:
         """Write this worker's heartbeat and prune those that stopped (one round
         trip, a second only when something is pruned)."""
         done, running = self._counts()
-        record = Heartbeat(
-            self._host, os.getpid(), done, running,
-            int(time.time() * 1000) + self._offset_ms, int(self.beat_s * 1000),
+        every_ms = int(self.beat_s * 1000)
+        record = heartbeat(
+            host=self._host, pid=os.getpid(), done=done, running=running,
+            beat_ms=int(time.time() * 1000) + self._offset_ms, every_ms=every_ms,
         )  # fmt: skip
         client = shard.client
         pipe = client.pipeline(transaction=False)
         pipe.time()
-        pipe.hset(shard.keys.workers, self.worker_id, record.encode())
+        pipe.hset(shard.keys.workers, self.worker_id, record)
         pipe.hgetall(shard.keys.workers)
         (seconds, micros), _, beats = await pipe.execute()
         now_ms = int(seconds) * 1000 + int(micros) // 1000
         self._offset_ms = now_ms - int(time.time() * 1000)
-        stale = _stale(beats, now_ms, record.every)
+        stale = [
+            text(w) for w, raw in beats.items()
+            if parse_heartbeat(text(w), raw).stale(now_ms, PRUNE_AFTER_BEATS, every_ms)
+        ]  # fmt: skip
         if stale:
             await client.hdel(shard.keys.workers, *stale)
 
@@ -164,10 +136,6 @@ class Beat:
         for shard in self.shards:
             with contextlib.suppress(*CALL_ERRORS):
                 await shard.client.hdel(shard.keys.workers, self.worker_id)
-
-
-def _stale(beats: Mapping[Any, Any], now_ms: int, every_ms: int) -> list[str]:
-    return [text(w) for w, raw in beats.items() if Heartbeat.stale(raw, now_ms, every_ms)]
 
 
 async def _pipelined(client: AsyncClient, shard: Shard, built: list[calls.Call]) -> list[Any]:

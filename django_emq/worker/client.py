@@ -18,9 +18,10 @@ from redis.crc import key_slot
 from redis.exceptions import NoScriptError
 from redis.maint_notifications import MaintNotificationsConfig
 
-from ..calls import Call
-from ..connection import UNAVAILABLE, server_url
-from ..scripts import ScriptError, sources
+from ..connection import server_url
+from ..engine.calls import Call
+from ..engine.exceptions import UNAVAILABLE, ScriptError
+from ..engine.scripts import sources
 from ..url import is_cluster_url, normalize_url, parse_cluster_url
 
 #: A client of one server, or of a Valkey Cluster.

@@ -24,9 +24,9 @@ from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
 from ..backend import FairLanesBackend, task_error
-from ..exceptions import CorruptJob, InvalidArguments
-from ..payload import encode_result
-from ..queue import Claim
+from ..engine.exceptions import CorruptJob, InvalidArguments
+from ..engine.payload import encode_result
+from ..engine.records import Claim
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,8 @@ from typing import Any
 
 import redis
 
-from ..connection import UNAVAILABLE
-from ..exceptions import JobError
-from ..queue import MAX_BATCH
+from ..engine.exceptions import UNAVAILABLE, JobError
+from ..engine.records import MAX_BATCH
 from .execute import Failed
 from .jobs import Job
 from .shard import Outcome, Shard

@@ -18,9 +18,9 @@ from typing import Any
 from django.conf import settings
 
 from ..backend import FairLanesBackend
-from ..connection import UNAVAILABLE, unsupported_reason, version_from_info
+from ..connection import unsupported_reason, version_from_info
+from ..engine.exceptions import UNAVAILABLE
 from ..exceptions import ConfigurationError
-from ..shards import shards_of
 from .beat import Beat
 from .claimer import Claimer
 from .client import AsyncClient, AsyncScripts, async_client
@@ -241,5 +241,5 @@ class Worker:
 
 
 def _member(queue: Any, scripts: AsyncScripts) -> Shard | Rotation:
-    shards = [Shard(q, scripts) for q in shards_of(queue)]
+    shards = [Shard(q, scripts) for q in queue.shards]
     return shards[0] if len(shards) == 1 else Rotation(shards)

@@ -1,0 +1,352 @@
+"""A queue of fair lanes on one Valkey server: the engine's public surface.
+
+Every state change is one Lua script (see ``django_emq/engine/lua/``); reads are
+plain commands, pipelined so each public call is one round trip. The calls are
+spread over small parts: the keyword forms (:mod:`.api`), lane control and dead
+jobs (:mod:`.control`), the reads (:mod:`.reads`) and the values they speak in
+(:mod:`.records`); this module holds the job's path through the queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import redis
+from redis.exceptions import NoScriptError, RedisClusterException
+
+from . import calls
+from .api import QueueAPI
+from .control import BATCH, LaneControl
+from .exceptions import EnqueueError, JobError, check_code
+from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
+from .keys import QueueKeys
+from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text
+from .reads import QueueReads
+from .records import (
+    CLAIM_STRIDE,
+    MAX_BATCH,
+    MAX_WEIGHT,
+    RUN_AFTER_PAST_LIMIT,
+    WORKER_ID_RE,
+    Claim,
+    ClaimRequest,
+    Enqueued,
+    JobSpec,
+    LaneInfo,
+    Totals,
+    default_worker_id,
+    encode_outcomes,
+    parse_claims,
+    positive_int,
+    refusals,
+    run_after_ms,
+)
+from .scripts import Scripts
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = [
+    "BATCH",
+    "CLAIM_STRIDE",
+    "MAX_BATCH",
+    "MAX_WEIGHT",
+    "RUN_AFTER_PAST_LIMIT",
+    "WORKER_ID_RE",
+    "Claim",
+    "ClaimRequest",
+    "Enqueued",
+    "JobSpec",
+    "LaneInfo",
+    "Queue",
+    "Totals",
+    "default_worker_id",
+    "encode_outcomes",
+    "run_after_ms",
+]
+
+
+class Queue(QueueAPI, LaneControl, QueueReads):
+    """One queue of fair lanes on one Valkey server.
+
+    ``result_ttl`` is how long a finished job's row (its result) is kept,
+    ``max_attempts`` how many failures a job may have before it is dead, and
+    ``max_expiries`` how many times its lease may expire (its worker died or
+    froze) before it is dead rather than returned to its lane.
+    """
+
+    def __init__(
+        self,
+        name: str = "default",
+        *,
+        connection: Client,
+        max_attempts: int = 3,
+        max_expiries: int = 3,
+        result_ttl: timedelta = timedelta(days=1),
+        max_payload: int = DEFAULT_MAX_PAYLOAD,
+    ) -> None:
+        self.name = name
+        self.keys = QueueKeys(name)
+        self.connection = connection
+        self.max_attempts = positive_int("max_attempts", max_attempts)
+        self.max_expiries = positive_int("max_expiries", max_expiries)
+        self.result_ttl_ms = int(result_ttl.total_seconds() * 1000)
+        self.max_payload = max_payload
+        self._scripts = Scripts(connection)
+        #: A plain queue is a sharded queue of one.
+        self.shards: tuple[Queue, ...] = (self,)
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.name!r}>"
+
+    def _run(self, call: calls.Call, client: Any = None) -> Any:
+        return self._scripts(call.script, call.keys, call.args, client)
+
+    # -- routing: a plain queue is its only shard ------------------------------
+
+    def shard_for_lane(self, lane: str) -> Queue:
+        """The queue that holds ``lane``: this one."""
+        return self
+
+    def shard_for_job(self, job_id: str) -> Queue:
+        """The queue job ``job_id`` was enqueued on: this one."""
+        return self
+
+    # -- enqueue -----------------------------------------------------------
+
+    def prepare(self, spec: JobSpec) -> calls.Call:
+        """The enqueue call for ``spec``, checked and encoded; raises on bad input
+        (nothing has been sent then)."""
+        validate_lane(spec.lane)
+        validate_task_path(spec.task_path)
+        job_id = mint_job_id() if spec.job_id is None else validate_job_id(spec.job_id)
+        attempts = self.max_attempts if spec.max_attempts is None else spec.max_attempts
+        positive_int("max_attempts", attempts)
+        args_json, kwargs_json = encode_arguments(spec.args, spec.kwargs, self.max_payload)
+        meta_json = "" if not spec.meta else encode_result(dict(spec.meta))
+        return calls.enqueue(
+            self.keys,
+            job_id,
+            spec.lane,
+            spec.task_path,
+            args_json,
+            kwargs_json,
+            attempts,
+            run_after_ms(spec.run_after),
+            meta_json,
+        )
+
+    def enqueue_spec(self, spec: JobSpec) -> Enqueued:
+        """:meth:`enqueue` of one :class:`JobSpec`."""
+        call = self.prepare(spec)
+        try:
+            reply = self._run(call)
+        except (redis.RedisError, RedisClusterException) as exc:
+            raise self._enqueue_error(exc) from exc
+        return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
+
+    def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
+        """:meth:`enqueue_many` of :class:`JobSpec` values."""
+        return self.send_prepared([self.prepare(spec) for spec in specs])
+
+    def send_prepared(self, prepared: Sequence[calls.Call]) -> list[Enqueued]:
+        """Run enqueue calls from :meth:`prepare` in one round trip."""
+        if not prepared:
+            return []
+        pipe = self.connection.pipeline(transaction=False)
+        for call in prepared:
+            self._scripts.pipelined(call.script, call.keys, call.args, pipe)
+        try:
+            replies = pipe.execute(raise_on_error=False)
+            # After a SCRIPT FLUSH the server ran none of these: run them again.
+            missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+            if missing:
+                again = self.connection.pipeline(transaction=False)
+                for i in missing:
+                    self._run(prepared[i], again)
+                for i, reply in zip(missing, again.execute(), strict=True):
+                    replies[i] = reply
+        except (redis.RedisError, RedisClusterException) as exc:
+            raise self._enqueue_error(exc) from exc
+        for reply in replies:
+            if isinstance(reply, redis.RedisError):
+                # Jobs before it in the batch may be admitted: retrying the batch
+                # under the same job ids admits each job once.
+                raise self._enqueue_error(reply) from reply
+            if isinstance(reply, Exception):
+                raise reply
+        return [
+            Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
+            for call, reply in zip(prepared, replies, strict=True)
+        ]
+
+    def _enqueue_error(self, exc: Exception) -> EnqueueError:
+        if isinstance(exc, redis.ConnectionError | redis.TimeoutError | RedisClusterException):
+            return EnqueueError(f"could not reach Valkey to enqueue on {self.name!r}: {exc}")
+        return EnqueueError(f"Valkey refused to enqueue on {self.name!r}: {exc}")
+
+    # -- the worker's side ---------------------------------------------------
+
+    def claim_shard(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
+        """:meth:`claim` answered with the queue the claims came from (this one)."""
+        claims = parse_claims(self._run(self._claim_call(request)))
+        return (self, claims) if claims else None
+
+    def _claim_call(self, request: ClaimRequest) -> calls.Call:
+        checked = request.checked()
+        assert checked.max_jobs is not None  # filled in by checked()
+        return calls.claim(
+            self.keys, checked.lease_ms, checked.turns, checked.worker, checked.max_jobs
+        )
+
+    def complete(self, job_id: str, token: int, result: Any = None) -> None:
+        """Record success; raises ``StaleToken`` if the lease moved on (nothing changes)."""
+        (error,) = self.complete_many([(job_id, token, result)])
+        if error is not None:
+            raise error
+
+    def complete_many(self, outcomes: Sequence[tuple[str, int, Any]]) -> list[JobError | None]:
+        """Record the success of every ``(job_id, token, result)`` in one round trip.
+
+        Each job is fenced by its own token: the answer holds, in order, ``None``
+        for a recorded job and the refusal (``StaleToken``, ``JobNotFound``) for
+        one whose lease moved on, which changed nothing; the others are recorded
+        all the same. Bad input (a result JSON cannot hold, a token that is not
+        an attempt number, more than ``MAX_BATCH`` jobs) raises before anything
+        is sent.
+        """
+        call = self.complete_call(encode_outcomes(outcomes))
+        if call is None:
+            return []
+        return self.record(call)
+
+    def record(self, call: calls.Call) -> list[JobError | None]:
+        """Run a complete call from :meth:`complete_call`; the refusals, in order."""
+        return refusals(call.args[2::3], self._run(call))
+
+    def complete_call(self, encoded: Sequence[tuple[str, int, str]]) -> calls.Call | None:
+        """The complete call for outcomes from :func:`encode_outcomes`."""
+        return calls.complete(self.keys, encoded, self.result_ttl_ms) if encoded else None
+
+    def complete_then_claim(
+        self,
+        job_id: str,
+        token: int,
+        result: Any,
+        lease_ms: int,
+        *,
+        turns: int = 1,
+        worker_id: str | None = None,
+        max_jobs: int | None = None,
+    ) -> tuple[list[Claim], Exception | None]:
+        """:meth:`complete`, then :meth:`claim`, in one round trip: a worker's next
+        turn rides along with its last outcome.
+
+        Answers the claims (empty when no lane is serviceable, or when the claim
+        failed: the caller claims again on its own) and the complete's error
+        (``StaleToken``...), returned instead of raised so the claims, whose
+        leases are held, are never dropped. A lost connection raises: whether
+        the complete landed is unknown, and retrying it with :meth:`complete`
+        is safe (it is fenced by the token); a claim that landed unseen is
+        reaped when its lease runs out, like any lost claim reply.
+        """
+        claims, errors = self.complete_many_then_claim(
+            [(job_id, token, result)], lease_ms, turns=turns, worker_id=worker_id, max_jobs=max_jobs
+        )
+        return claims, errors[0]
+
+    def complete_many_then_claim(
+        self,
+        outcomes: Sequence[tuple[str, int, Any]],
+        lease_ms: int,
+        *,
+        turns: int = 1,
+        worker_id: str | None = None,
+        max_jobs: int | None = None,
+    ) -> tuple[list[Claim], list[Exception | None]]:
+        """:meth:`complete_many`, then :meth:`claim`, in one script call (one
+        round trip: ``complete_claim``).
+
+        Answers the claims and one entry per outcome: ``None`` when recorded,
+        else what refused it (``StaleToken``, ``JobNotFound``), returned rather
+        than raised so the claims, whose leases are held, are never dropped.
+        Bad input raises before anything is sent; a lost connection raises, as
+        in :meth:`complete_then_claim`.
+        """
+        call = self.complete_claim_call(
+            encode_outcomes(outcomes), ClaimRequest(lease_ms, turns, worker_id, max_jobs)
+        )
+        codes, flat = self._run(call)
+        return parse_claims(flat), list(refusals(call.args[6::3], codes))
+
+    def complete_claim_call(
+        self, encoded: Sequence[tuple[str, int, str | bytes]], request: ClaimRequest
+    ) -> calls.Call:
+        """The ``complete_claim`` call: ``encoded`` outcomes (from
+        :func:`encode_outcomes`), then the claim ``request`` (``max_jobs`` 0:
+        record only)."""
+        if request.max_jobs == 0:
+            checked = replace(request, max_jobs=1).checked()
+            limit = 0
+        else:
+            checked = request.checked()
+            assert checked.max_jobs is not None  # filled in by checked()
+            limit = checked.max_jobs
+        return calls.complete_claim(
+            self.keys, encoded, self.result_ttl_ms, checked.lease_ms, checked.turns,
+            checked.worker, limit,
+        )  # fmt: skip
+
+    def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
+        """Record a failure; the job is retried after ``delay_ms`` or is dead when out of
+        attempts. Returns the job's new state (``pending``, ``scheduled`` or ``dead``)."""
+        if delay_ms < 0:
+            raise ValueError(f"delay_ms cannot be negative ({delay_ms})")
+        reply = self._run(calls.retry(self.keys, job_id, token, error, delay_ms, dead=False))
+        check_code(reply, job_id)
+        return text(reply[1])
+
+    def fail(self, job_id: str, token: int, error: str) -> None:
+        """Record a failure that retrying cannot fix: the job is dead now."""
+        reply = self._run(calls.retry(self.keys, job_id, token, error, 0, dead=True))
+        check_code(reply, job_id)
+
+    def extend(self, job_id: str, token: int, lease_ms: int) -> int:
+        """Push the lease to server time + ``lease_ms``; returns the new deadline (ms)."""
+        positive_int("lease_ms", lease_ms)
+        reply = self._run(calls.extend(self.keys, job_id, token, lease_ms))
+        check_code(reply, job_id)
+        return int(reply)
+
+    def release(self, job_id: str, token: int) -> None:
+        """Hand a claimed job back to the head of its lane (not counted as a failure)."""
+        check_code(self._run(calls.release(self.keys, job_id, token)), job_id)
+
+    def reap(self) -> list[str]:
+        """Return every job whose lease expired to its lane; returns their ids.
+
+        A job whose lease has expired as many times as its max attempts (its
+        worker died or froze every time) is dead instead, with a
+        ``LeaseExpired`` error: a poison job does not come back forever."""
+        reaped: list[str] = []
+        while True:
+            batch = [text(i) for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries))]
+            reaped += batch
+            if len(batch) < BATCH:
+                return reaped
+
+    def promote(self) -> tuple[int, int | None]:
+        """Move every due scheduled job into its lane.
+
+        Returns ``(promoted, next_due_ms)``; ``next_due_ms`` is ``None`` when
+        nothing else is scheduled.
+        """
+        total = 0
+        while True:
+            count, next_due = self._run(calls.promote(self.keys, BATCH))
+            total += int(count)
+            if int(count) < BATCH:
+                return total, (None if int(next_due) < 0 else int(next_due))
