@@ -69,6 +69,35 @@ def emq_run(bench: Bench, kind: str, s: IOSizes, n: int) -> dict[str, Any]:
     return result
 
 
+def weights(bench: Bench, s: IOSizes) -> dict[str, Any]:
+    """Lane A of weight 3 and lane B of weight 1, 150 jobs of ``ms`` each, one
+    worker at ``--concurrency 2`` (slow jobs: each claim takes one job): the
+    share of A among the first 120 jobs to start (3:1 means 90)."""
+    from django_emq.ids import lane_id
+
+    flush(bench.client)
+    a, b = lane_id("USR", 1), lane_id("USR", 2)
+    jobs = [
+        {"lane": lane, "task_path": "bench.tasks.timed", "args": [f"{name}{i}", s.ms]}
+        for lane, name in ((a, "a"), (b, "b"))
+        for i in range(150)
+    ]
+    bench.queue.enqueue_many(jobs)
+    bench.queue.set_weight(a, 3)
+    worker = bench.worker("io-weights", "--burst", "--concurrency", "2").start()
+    code = worker.wait(600)
+    worker.stop()
+    runs = sorted(parse_runs(bench.client.lrange(RUNS_KEY, 0, -1)), key=lambda r: r.start)  # type: ignore[arg-type]
+    first = [r.label[0] for r in runs[:120]]
+    result: dict[str, Any] = {"exit": code, "a": first.count("a"), "b": first.count("b")}
+    result["jobs"] = len(runs)
+    if code == 0 and len(runs) == 300:
+        bench.discard(worker.log_path)
+    else:
+        result["tail"] = worker.tail()
+    return result
+
+
 def peer_run(bench: Bench, peer: str, s: IOSizes, n: int) -> dict[str, Any]:
     logfile = bench.logs / f"io-{peer}-{n}.log"
     result = bench.driver(
@@ -95,7 +124,12 @@ def section(bench: Bench, s: IOSizes, log: Any) -> dict[str, Any]:
                 runs = tables[kind].setdefault(peer, [])
                 runs.append(peer_run(bench, peer, s, n))
                 log(f"  {runs[-1].get('jobs_per_s', runs[-1].get('error', 'failed'))} jobs/s")
-    out: dict[str, Any] = {"sizes": asdict(s), "ideal_jobs_per_s": s.concurrency / s.ms * 1000}
+    log("io: weights 3:1 with slow jobs, django-emq")
+    out: dict[str, Any] = {
+        "sizes": asdict(s),
+        "ideal_jobs_per_s": s.concurrency / s.ms * 1000,
+        "weights": weights(bench, s),
+    }
     for kind, queues in tables.items():
         out[kind] = [_best(runs) for runs in queues.values()]
     return out
@@ -125,10 +159,15 @@ def report(r: dict[str, Any], table: Any, n0: Any) -> list[str]:
             "",
             table(["queue", "worker", "jobs/s (best round)", "rounds"], rows, "llrr"),
         ]
+    w = io["weights"]
     out += [
         "",
         f"Ideal: {n0(io['ideal_jobs_per_s'])} jobs/s ({s['concurrency']} at once, "
         f"{s['ms']:g} ms each). Rounds alternate between the queues.",
+        "",
+        f"Weights with slow jobs: lanes of weight 3 and 1, 150 jobs of {s['ms']:g} ms each, "
+        f"one worker at `--concurrency 2`: the first 120 jobs to start were {w['a']} of "
+        f"the heavy lane and {w['b']} of the other.",
     ]
     return out
 
@@ -141,6 +180,13 @@ def targets(r: dict[str, Any], add: Any, n0: Any) -> None:
     io = r.get("io")
     if not io:
         return
+    w = io["weights"]
+    ratio = w["a"] / max(1, w["b"])
+    add(
+        "weights 3:1 (+-15%) with 50 ms jobs, one real worker",
+        2.55 <= ratio <= 3.45,
+        f"{w['a']}:{w['b']} among the first 120 = {ratio:.2f}:1",
+    )
     by = {x["peer"]: x for x in io["async"] if "jobs_per_s" in x}
     ours = by.get("django-emq")
     if ours is None:
