@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 
 import redis
 
@@ -49,7 +48,6 @@ class Claimer:
         """Claim up to ``want`` jobs (the successes waiting ride along): whether any
         came, ``None`` when the server refused or could not answer."""
         core, plan = self.core, self.plan
-        sent = time.monotonic()
         try:
             found = await self.rotation.claim(want, plan.lease_ms, plan.worker_id, core.outcomes)
         except CALL_ERRORS as exc:
@@ -58,7 +56,7 @@ class Claimer:
         self._outage = 0
         if found is None:
             return False
-        core.register(*found, sent)
+        core.register(*found)
         return True
 
     async def _nothing_to_claim(self) -> None:

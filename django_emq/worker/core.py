@@ -36,6 +36,7 @@ from .execute import (
     Policy,
     aexecute,
     execute,
+    failed,
     is_async,
     load_task,
     running_result,
@@ -161,9 +162,12 @@ class Core:
 
     async def _run_async(self, job: Job) -> None:
         assert job.task is not None
-        job.result = running_result(job.task, job.claim, self.policy.alias, self.policy.use_tz)
+        outcome: Outcome
         try:
+            job.result = running_result(job.task, job.claim, self.policy.alias, self.policy.use_tz)
             outcome = await aexecute(job.task, job.result, job.claim.token, self.policy)
+        except BaseException as exc:  # a bug around the task: the job fails, not the worker
+            outcome = failed(exc, job.claim.token, self.policy)
         finally:
             self._running_async -= 1
             job.ended = time.monotonic()
@@ -176,9 +180,11 @@ class Core:
         if self.stopping or not job.may_start(self.margin):
             return None
         job.started = time.monotonic()
-        job.result = running_result(job.task, job.claim, self.policy.alias, self.policy.use_tz)
         try:
+            job.result = running_result(job.task, job.claim, self.policy.alias, self.policy.use_tz)
             return execute(job.task, job.result, job.claim.token, self.policy)
+        except BaseException as exc:  # a bug around the task: the job fails, not the thread
+            return failed(exc, job.claim.token, self.policy)
         finally:
             job.ended = time.monotonic()
 
