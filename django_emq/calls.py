@@ -58,7 +58,7 @@ def enqueue(
     return Call("enqueue", keys, args)
 
 
-def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int) -> Call:
+def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int, history: int) -> Call:
     keys = [
         k.ring,
         k.on_ring,
@@ -70,7 +70,7 @@ def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int) -> C
         k.depths,
         k.stats,
     ]
-    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit])
+    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit, history])
 
 
 def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str]], ttl_ms: int) -> Call:
@@ -91,7 +91,9 @@ def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str]], ttl_ms: int
     return Call("complete", keys, args)
 
 
-def retry(k: QueueKeys, job_id: str, token: int, error: str, delay_ms: int, dead: bool) -> Call:
+def retry(
+    k: QueueKeys, job_id: str, token: int, error: str, delay_ms: int, dead: bool, history: int
+) -> Call:
     keys = [
         k.ring,
         k.on_ring,
@@ -107,7 +109,7 @@ def retry(k: QueueKeys, job_id: str, token: int, error: str, delay_ms: int, dead
         k.job(job_id),
     ]
     mode = "dead" if dead else "retry"
-    return Call("retry", keys, [k.prefix, job_id, token, error, delay_ms, mode])
+    return Call("retry", keys, [k.prefix, job_id, token, error, delay_ms, mode, history])
 
 
 def extend(k: QueueKeys, job_id: str, token: int, lease_ms: int) -> Call:
@@ -130,7 +132,7 @@ def release(k: QueueKeys, job_id: str, token: int) -> Call:
     return Call("release", keys, [k.prefix, job_id, token])
 
 
-def reap(k: QueueKeys, limit: int, max_expiries: int) -> Call:
+def reap(k: QueueKeys, limit: int, max_expiries: int, history: int) -> Call:
     keys = [
         k.ring,
         k.on_ring,
@@ -143,7 +145,7 @@ def reap(k: QueueKeys, limit: int, max_expiries: int) -> Call:
         k.wake,
         k.dead,
     ]
-    return Call("reap", keys, [k.prefix, limit, max_expiries])
+    return Call("reap", keys, [k.prefix, limit, max_expiries, history])
 
 
 def promote(k: QueueKeys, limit: int) -> Call:

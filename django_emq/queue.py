@@ -18,7 +18,14 @@ import redis
 from redis.exceptions import NoScriptError, RedisClusterException
 
 from . import calls
-from .exceptions import EnqueueError, JobError, check_code, refusal
+from .exceptions import (
+    CorruptKeyspace,
+    EnqueueError,
+    JobError,
+    check_code,
+    refusal,
+    script_error,
+)
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .keys import QueueKeys
 from .payload import DEFAULT_MAX_PAYLOAD, decode, encode_arguments, encode_result, text
@@ -38,6 +45,14 @@ CLAIM_STRIDE = 11
 BATCH = 500
 #: Most outcomes one ``complete_many`` call records.
 MAX_BATCH = 1000
+#: Longest lease a claim or an extension may ask for (24 hours, in ms): a worker
+#: extends a running job's lease on every beat, so no job needs a longer one.
+MAX_LEASE_MS = 24 * 60 * 60 * 1000
+#: Longest back-off a retry may ask for (one year, in ms).
+MAX_DELAY_MS = 366 * 24 * 60 * 60 * 1000
+#: How many of the latest worker ids and errors a job's row keeps by default
+#: (``EMQ["HISTORY"]``); its ``attempts`` and ``errors_total`` count them all.
+DEFAULT_HISTORY = 10
 
 
 def default_worker_id() -> str:
@@ -104,9 +119,9 @@ def _int(value: Any, default: int = 0) -> int:
     return default if value is None else int(value)
 
 
-def _positive_int(name: str, value: object, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+def _positive_int(name: str, value: object, maximum: int | None = None, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, not {value!r}")
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be at most {maximum}, not {value}")
     return value
@@ -131,7 +146,8 @@ class Queue:
     ``result_ttl`` is how long a finished job's row (its result) is kept,
     ``max_attempts`` how many failures a job may have before it is dead, and
     ``max_expiries`` how many times its lease may expire (its worker died or
-    froze) before it is dead rather than returned to its lane.
+    froze) before it is dead rather than returned to its lane. ``history`` is
+    how many of the latest claimers' ids and errors a job's row keeps.
     """
 
     def __init__(
@@ -143,6 +159,7 @@ class Queue:
         max_expiries: int = 3,
         result_ttl: timedelta = timedelta(days=1),
         max_payload: int = DEFAULT_MAX_PAYLOAD,
+        history: int = DEFAULT_HISTORY,
     ) -> None:
         self.name = name
         self.keys = QueueKeys(name)
@@ -151,6 +168,7 @@ class Queue:
         self.max_expiries = _positive_int("max_expiries", max_expiries)
         self.result_ttl_ms = int(result_ttl.total_seconds() * 1000)
         self.max_payload = max_payload
+        self.history = _positive_int("history", history, 1000)
         self._scripts = Scripts(connection)
 
     def __repr__(self) -> str:
@@ -213,6 +231,8 @@ class Queue:
         call = self._prepare(lane, task_path, args, kwargs, job_id, run_after, max_attempts, meta)
         try:
             reply = self._run(call)
+        except CorruptKeyspace:
+            raise
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
         return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
@@ -255,6 +275,9 @@ class Queue:
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
         for reply in replies:
+            reply = script_error(reply) if isinstance(reply, Exception) else reply
+            if isinstance(reply, CorruptKeyspace):
+                raise reply
             if isinstance(reply, redis.RedisError):
                 # Jobs before it in the batch may be admitted: retrying the batch
                 # under the same job ids admits each job once.
@@ -295,13 +318,13 @@ class Queue:
     def _claim_call(
         self, lease_ms: int, turns: int, worker_id: str | None, max_jobs: int | None
     ) -> calls.Call:
-        _positive_int("lease_ms", lease_ms)
+        _positive_int("lease_ms", lease_ms, MAX_LEASE_MS)
         _positive_int("turns", turns, MAX_WEIGHT)
         limit = turns * MAX_WEIGHT if max_jobs is None else _positive_int("max_jobs", max_jobs)
         worker = worker_id or default_worker_id()
         if not WORKER_ID_RE.fullmatch(worker):
             raise ValueError(f"{worker!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
-        return calls.claim(self.keys, lease_ms, turns, worker, limit)
+        return calls.claim(self.keys, lease_ms, turns, worker, limit, self.history)
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
         """Record success; raises ``StaleToken`` if the lease moved on (nothing changes)."""
@@ -397,26 +420,29 @@ class Queue:
         if done is None:
             return claims, []
         if isinstance(done_reply, Exception):
-            return claims, [done_reply] * len(outcomes)
+            return claims, [script_error(done_reply)] * len(outcomes)
         return claims, list(_refusals(done, done_reply or []))
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of
         attempts. Returns the job's new state (``pending``, ``scheduled`` or ``dead``)."""
-        if delay_ms < 0:
-            raise ValueError(f"delay_ms cannot be negative ({delay_ms})")
-        reply = self._run(calls.retry(self.keys, job_id, token, error, delay_ms, dead=False))
+        _positive_int("delay_ms", delay_ms, MAX_DELAY_MS, minimum=0)
+        reply = self._run(
+            calls.retry(self.keys, job_id, token, _text(error), delay_ms, False, self.history)
+        )
         check_code(reply, job_id)
         return text(reply[1])
 
     def fail(self, job_id: str, token: int, error: str) -> None:
         """Record a failure that retrying cannot fix: the job is dead now."""
-        reply = self._run(calls.retry(self.keys, job_id, token, error, 0, dead=True))
+        reply = self._run(
+            calls.retry(self.keys, job_id, token, _text(error), 0, True, self.history)
+        )
         check_code(reply, job_id)
 
     def extend(self, job_id: str, token: int, lease_ms: int) -> int:
         """Push the lease to server time + ``lease_ms``; returns the new deadline (ms)."""
-        _positive_int("lease_ms", lease_ms)
+        _positive_int("lease_ms", lease_ms, MAX_LEASE_MS)
         reply = self._run(calls.extend(self.keys, job_id, token, lease_ms))
         check_code(reply, job_id)
         return int(reply)
@@ -433,7 +459,10 @@ class Queue:
         ``LeaseExpired`` error: a poison job does not come back forever."""
         reaped: list[str] = []
         while True:
-            batch = [text(i) for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries))]
+            batch = [
+                text(i)
+                for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries, self.history))
+            ]
             reaped += batch
             if len(batch) < BATCH:
                 return reaped
@@ -550,6 +579,7 @@ class Queue:
         """The ``top`` deepest lanes from ``offset``, deepest first, read from the
         depth index (two round trips, whatever the number of lanes)."""
         _positive_int("top", top, 10_000)
+        _positive_int("offset", offset, minimum=0)
         k = self.keys
         ranked: list[tuple[bytes, float]] = self.connection.zrevrange(  # type: ignore[assignment]
             k.depths, offset, offset + top - 1, withscores=True
@@ -594,6 +624,14 @@ class Queue:
         """The job's row as text fields, or ``None`` if there is none."""
         row = self.connection.hgetall(self.keys.job(job_id))
         return {text(f): text(v) for f, v in row.items()} if row else None
+
+
+def _text(error: object) -> str:
+    """An error text as UTF-8 can carry it: a lone surrogate (from a task's
+    message) becomes ``?`` rather than failing the call that records it."""
+    if not isinstance(error, str):
+        raise TypeError(f"an error text is a str, not {type(error).__name__}")
+    return error.encode("utf-8", "replace").decode("utf-8") if not error.isascii() else error
 
 
 def _lenient_int(value: Any) -> int:
