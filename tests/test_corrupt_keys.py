@@ -24,7 +24,7 @@ from django_emq.ids import lane_id
 from django_emq.queue import Queue
 
 from .helpers import dump
-from .invariants import check_invariants
+from .invariants import check_invariants, text
 
 A, B = lane_id("USR", 1), lane_id("USR", 2)
 TASK = "tests.tasks.noop"
@@ -58,7 +58,8 @@ class World:
 
 def claim_one(queue: Queue, lease_ms: int) -> tuple[str, int]:
     claims = queue.claim(lease_ms, worker_id="w:setup")
-    assert claims is not None and len(claims) == 1
+    assert claims is not None
+    assert len(claims) == 1
     return claims[0].job_id, claims[0].token
 
 
@@ -157,8 +158,7 @@ def without_ring_order(state: dict[str, Any], ring: str) -> dict[str, Any]:
 def run_everything(world: World) -> set[str]:
     """Settle the world: every job that still exists runs; returns the ids that ran."""
     queue = world.queue
-    for raw in queue.connection.zrange(queue.keys.active, 0, -1):
-        job_id = raw.decode()
+    for job_id in [text(m) for m in queue.connection.zrange(queue.keys.active, 0, -1)]:
         row = queue.job(job_id)
         if row is not None:  # claimed by the setup or the operation: hand it back
             queue.release(job_id, int(row["attempts"]))
@@ -194,7 +194,7 @@ def one_case(r: redis.Redis, operation: str, name: str, key: str, wrong: str) ->
         OPERATIONS[operation](world)
     except (CorruptKeyspace, JobError) as exc:
         raised = exc
-    except Exception as exc:  # noqa: BLE001 - any other error is what the test reports
+    except Exception as exc:  # any other error is what the test reports
         return f"raised {type(exc).__name__}: {exc}"
     if isinstance(raised, CorruptKeyspace):
         if raised.key != key:
