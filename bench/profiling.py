@@ -215,7 +215,7 @@ def record(argv: list[str], out: Path, rate: int, env: dict[str, str], log: Path
 
 def fill(queue: Any, jobs: int) -> None:
     """No-op jobs across the users' lanes, the rows ``enqueue_for`` writes."""
-    from django_emq.ids import lane_id
+    from django_emq.engine.ids import lane_id
 
     lanes = [lane_id("USR", pk) for pk in range(1, USERS + 1)]
     for i in range(0, jobs, 5_000):
@@ -232,7 +232,7 @@ def fill(queue: Any, jobs: int) -> None:
 
 def engine_loop(url: str, jobs: int) -> None:
     """The profiled engine loop over the jobs queued (run in a subprocess by ``--engine-loop``)."""
-    from django_emq.queue import Queue
+    from django_emq.engine.queue import Queue
 
     queue = Queue("default", connection=redis.Redis.from_url(url))
     start = time.perf_counter()
@@ -283,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "EMQ_URL": url,
             "PYTHONPATH": str(ROOT),
         }
-        from django_emq.queue import Queue
+        from django_emq.engine.queue import Queue
 
         # 1. the worker, draining no-op tasks
         flush(client)

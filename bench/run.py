@@ -252,7 +252,7 @@ class Bench:
     # -- helpers -----------------------------------------------------------------
 
     def lanes(self) -> list[str]:
-        from django_emq.ids import lane_id
+        from django_emq.engine.ids import lane_id
 
         return [lane_id("USR", pk) for pk in range(1, self.sizes.users + 1)]
 

@@ -10,9 +10,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .ids import lane_id
+    from .engine.ids import lane_id
+    from .engine.shards import AnyQueue
     from .lanes import enqueue_for, enqueue_on_commit, lane, lane_for
-    from .shards import AnyQueue
 
 __all__ = ["enqueue_for", "enqueue_on_commit", "get_queue", "lane", "lane_for", "lane_id"]
 
@@ -33,8 +33,8 @@ def __getattr__(name: str) -> Any:
 
 def get_queue(name: str = "default", **options: Any) -> AnyQueue:
     """The engine queue ``name`` on the configured Valkey connection: a
-    :class:`django_emq.shards.ShardedQueue` when ``EMQ["SHARDS"]`` shards it,
-    else a :class:`django_emq.queue.Queue` (both answer the same calls, but for
+    :class:`django_emq.engine.shards.ShardedQueue` when ``EMQ["SHARDS"]`` shards it,
+    else a :class:`django_emq.engine.queue.Queue` (both answer the same calls, but for
     the worker's ``*_then_claim`` pairs, which only a plain queue has).
 
     Defaults come from the ``EMQ`` settings; ``connection=`` may be passed to
@@ -42,7 +42,7 @@ def get_queue(name: str = "default", **options: Any) -> AnyQueue:
     """
     from .conf import emq_settings
     from .connection import get_connection
-    from .shards import open_queue
+    from .engine.shards import open_queue
 
     s = emq_settings()
     connection = options.pop("connection", None) or get_connection()

@@ -29,12 +29,12 @@ from django.utils.module_loading import import_string
 
 from .conf import emq_settings
 from .connection import get_connection
+from .engine.ids import validate_job_id, validate_queue_name
+from .engine.payload import decode, encode_arguments
+from .engine.queue import Queue
+from .engine.shards import AnyQueue, ShardedQueue, open_queue
 from .exceptions import EnqueueError, InvalidArguments
-from .ids import validate_job_id, validate_queue_name
 from .lanes import current_lane
-from .payload import decode, encode_arguments
-from .queue import Queue
-from .shards import AnyQueue, ShardedQueue, open_queue
 
 #: Job row state -> django.tasks status.
 STATUS = {
@@ -146,7 +146,7 @@ class FairLanesBackend(BaseTaskBackend):
         """The engine queue behind ``name`` on the current connection.
 
         ``ValueError`` for a queue ``EMQ["SHARDS"]`` shards: :meth:`engine`
-        answers its :class:`~django_emq.shards.ShardedQueue`.
+        answers its :class:`~django_emq.engine.shards.ShardedQueue`.
         """
         found = self.engine(name)
         if isinstance(found, ShardedQueue):
@@ -158,8 +158,8 @@ class FairLanesBackend(BaseTaskBackend):
 
     def engine(self, name: str) -> AnyQueue:
         """The engine queue behind ``name`` on the current connection: a
-        :class:`~django_emq.shards.ShardedQueue` when ``EMQ["SHARDS"]`` shards
-        it, else a :class:`~django_emq.queue.Queue`."""
+        :class:`~django_emq.engine.shards.ShardedQueue` when ``EMQ["SHARDS"]`` shards
+        it, else a :class:`~django_emq.engine.queue.Queue`."""
         connection = get_connection()
         key = (name, id(connection))
         found = self._queues.get(key)

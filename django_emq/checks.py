@@ -26,7 +26,7 @@ from django.core.checks import CheckMessage, Error, Warning
 
 from . import conf, embedded
 from .connection import build_client, server_version, unsupported_reason
-from .placement import shard_tags
+from .engine.placement import shard_tags
 from .url import EMBEDDED
 
 #: Longest wait for the server during the version check, in seconds.

@@ -22,9 +22,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from .engine.ids import BRAND_RE, JOB_BRAND
+from .engine.placement import MAX_SHARDS, shard_tags
 from .exceptions import ConfigurationError
-from .ids import BRAND_RE, JOB_BRAND
-from .placement import MAX_SHARDS, shard_tags
 from .url import EMBEDDED, check_url
 
 #: Every key ``EMQ`` may hold; anything else is reported by ``emq.W001``.
@@ -121,7 +121,7 @@ class EMQSettings:
         return self.lane_brands.get(label.lower())
 
     def queue_options(self) -> dict[str, Any]:
-        """Keyword arguments for :class:`django_emq.queue.Queue` from these settings."""
+        """Keyword arguments for :class:`django_emq.engine.queue.Queue` from these settings."""
         return {
             "max_attempts": self.max_attempts,
             "max_expiries": self.max_expiries,
@@ -143,15 +143,6 @@ def emq_settings() -> EMQSettings:
 def clear_cache() -> None:
     """Forget the cached settings (they are read again on next use)."""
     emq_settings.cache_clear()
-
-
-def on_setting_changed(*, setting: str, **kwargs: Any) -> None:
-    """``setting_changed`` receiver: drop the cache and the shared connection."""
-    if setting in WATCHED_SETTINGS:
-        clear_cache()
-        from .connection import reset_connection
-
-        reset_connection()
 
 
 def problems() -> list[str]:

@@ -34,28 +34,14 @@ from typing import Any
 import redis
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
-from redis.exceptions import ClusterDownError, RedisClusterException, TryAgainError
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from . import embedded
 from .conf import URL_ENV, emq_settings
+from .engine.client import Client
 from .exceptions import ConfigurationError
 from .url import is_cluster_url, normalize_url, parse_cluster_url
-
-#: A client of one server, or of a Valkey Cluster.
-Client = redis.Redis | RedisCluster
-
-#: What a call raises while its server (on a cluster: the node of its slot) cannot
-#: answer for now: unreachable or timed out; on a cluster also ``CLUSTERDOWN`` and
-#: ``TRYAGAIN`` (a failover or a slot migration under way) and the cluster client's
-#: own errors when no node it knows answers or serves the slot. Worth retrying.
-UNAVAILABLE: tuple[type[Exception], ...] = (
-    redis.ConnectionError,
-    redis.TimeoutError,
-    ClusterDownError,
-    TryAgainError,
-    RedisClusterException,
-)
 
 #: Oldest servers the Lua scripts run on (``LMOVE`` is new in Redis 6.2), by server name.
 MIN_VERSIONS: Mapping[str, tuple[int, ...]] = {"redis": (6, 2), "valkey": (7,)}

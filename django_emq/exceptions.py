@@ -1,121 +1,51 @@
-"""Every exception django-emq raises, and the map from Lua return codes to them."""
+"""Every exception django-emq raises: the engine's, and the Django layer's own."""
 
 from __future__ import annotations
 
-import re
-
-import redis
-
-
-class EMQError(Exception):
-    """Base class of every django-emq error."""
+from .engine.exceptions import (
+    BAD_STATE,
+    NO_JOB,
+    STALE_TOKEN,
+    UNAVAILABLE,
+    CorruptJob,
+    CorruptKeyspace,
+    EMQError,
+    EnqueueError,
+    InvalidArguments,
+    InvalidJobState,
+    JobError,
+    JobNotFound,
+    LeaseExpired,
+    ScriptError,
+    StaleToken,
+    check_code,
+    refusal,
+    script_error,
+)
 
 
 class ConfigurationError(EMQError):
     """The EMQ settings or the Valkey server cannot be used as configured."""
 
 
-class EnqueueError(EMQError):
-    """A job could not be enqueued (the server is unreachable or refused it)."""
-
-
-class InvalidArguments(EMQError, ValueError):
-    """Task arguments that do not survive a JSON round trip, or are too large."""
-
-
-class JobError(EMQError):
-    """An operation on one job was refused; nothing changed."""
-
-    def __init__(self, job_id: str, message: str) -> None:
-        super().__init__(f"job {job_id}: {message}")
-        self.job_id = job_id
-
-
-class JobNotFound(JobError, LookupError):
-    """No job row with that id (never enqueued, or its result expired)."""
-
-
-class StaleToken(JobError):
-    """The fencing token is not the job's current attempt: the lease moved on.
-
-    A worker whose lease expired gets this on complete, retry, extend or
-    release; the newer attempt's outcome stands.
-    """
-
-
-class InvalidJobState(JobError):
-    """The job is not in a state the operation accepts (e.g. moving an active job)."""
-
-
-class LeaseExpired(JobError):
-    """The error a job is left dead with when its lease expired as many times as
-    its max attempts: the worker running it died or froze every time. Kept on
-    the row by the reaper; never raised."""
-
-
-class CorruptJob(JobError):
-    """A claimed job's row is missing fields or holds values that cannot be read
-    (edited by hand, or written by something else): it can never run, so the
-    worker makes it dead with this error."""
-
-
-class CorruptKeyspace(EMQError, redis.ResponseError):
-    """A key of the queue holds a value of the wrong type (edited by hand, or
-    written by something else): the script found it before its first write,
-    so nothing changed. ``key`` names it (``None`` when the server did not
-    say). Run ``manage.py emq_doctor`` to find and mend what is wrong.
-
-    A ``redis.ResponseError`` too, so code that rides out a server's refusals
-    (the worker) rides this out as well."""
-
-    def __init__(self, key: str | None, detail: str) -> None:
-        where = f"{key} " if key else "a key of the queue "
-        super().__init__(f"{where}{detail}: the keyspace is damaged; run manage.py emq_doctor")
-        self.key = key
-        self.detail = detail
-
-
-#: Negative codes returned by the Lua scripts, in one place.
-NO_JOB = -1
-STALE_TOKEN = -2
-BAD_STATE = -3
-
-_CODES: dict[int, tuple[type[JobError], str]] = {
-    NO_JOB: (JobNotFound, "no such job"),
-    STALE_TOKEN: (StaleToken, "stale token: the job was claimed again since"),
-    BAD_STATE: (InvalidJobState, "not in a state this operation accepts"),
-}
-
-
-def check_code(reply: object, job_id: str) -> None:
-    """Raise the exception a negative script reply stands for; do nothing otherwise."""
-    error = refusal(reply, job_id)
-    if error is not None:
-        raise error
-
-
-def refusal(reply: object, job_id: str) -> JobError | None:
-    """The exception a negative script reply stands for, or ``None``."""
-    if isinstance(reply, int) and reply < 0:
-        cls, message = _CODES[reply]
-        return cls(job_id, message)
-    return None
-
-
-#: The error reply of a script's check (lua/includes/check.lua): EMQCORRUPT <key> <detail>.
-_CORRUPT_RE = re.compile(r"EMQCORRUPT (\S+) (.*?)(?: script: .*)?$", re.DOTALL)
-
-
-def script_error(exc: Exception) -> Exception:
-    """What a script's error reply stands for: :class:`CorruptKeyspace` for a
-    key of the wrong type (named by the script's checks, or a bare WRONGTYPE
-    the checks did not name), else ``exc`` itself."""
-    if not isinstance(exc, redis.ResponseError) or isinstance(exc, CorruptKeyspace):
-        return exc
-    message = str(exc)
-    match = _CORRUPT_RE.match(message)
-    if match:
-        return CorruptKeyspace(match.group(1), match.group(2))
-    if "WRONGTYPE" in message:
-        return CorruptKeyspace(None, "holds the wrong type (WRONGTYPE)")
-    return exc
+__all__ = [
+    "BAD_STATE",
+    "NO_JOB",
+    "STALE_TOKEN",
+    "UNAVAILABLE",
+    "ConfigurationError",
+    "CorruptJob",
+    "CorruptKeyspace",
+    "EMQError",
+    "EnqueueError",
+    "InvalidArguments",
+    "InvalidJobState",
+    "JobError",
+    "JobNotFound",
+    "LeaseExpired",
+    "ScriptError",
+    "StaleToken",
+    "check_code",
+    "refusal",
+    "script_error",
+]

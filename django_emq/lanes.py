@@ -19,7 +19,7 @@ from django.db import models, transaction
 from django.http import HttpRequest, HttpResponse
 
 from .conf import emq_settings
-from .ids import BRAND_RE, lane_id, validate_lane
+from .engine.ids import BRAND_RE, lane_id, validate_lane
 
 if TYPE_CHECKING:
     from django.tasks import Task, TaskResult

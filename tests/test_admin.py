@@ -20,10 +20,11 @@ from django.test import Client
 from django.urls import reverse
 
 from django_emq import admin as emq_admin
-from django_emq import browse, connection
+from django_emq import connection
 from django_emq.backend import FairLanesBackend
+from django_emq.engine import browse
+from django_emq.engine.queue import Queue
 from django_emq.lanes import lane_for
-from django_emq.queue import Queue
 
 from .helpers import LONG_LEASE, claim_one, counting_client, dump, fill, lane, sleep_past
 from .invariants import check_invariants

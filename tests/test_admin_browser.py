@@ -23,10 +23,10 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.wait import WebDriverWait
 
-from django_emq import browse
 from django_emq.backend import FairLanesBackend
+from django_emq.engine import browse
+from django_emq.engine.queue import Queue
 from django_emq.lanes import lane_for
-from django_emq.queue import Queue
 
 from .helpers import LONG_LEASE, fill
 

@@ -24,8 +24,8 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 
 from django_emq import enqueue_for, lane, lane_id
 from django_emq.backend import FairLanesBackend
+from django_emq.engine.queue import Queue
 from django_emq.exceptions import EnqueueError, InvalidArguments
-from django_emq.queue import Queue
 from tests import chaos_tasks
 from tests.chaos_tasks import add
 from tests.faults import RestartableServer, Workers

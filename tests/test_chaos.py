@@ -37,9 +37,9 @@ import redis
 
 from django_emq import lane_id
 from django_emq.backend import FairLanesBackend
+from django_emq.engine.payload import decode
+from django_emq.engine.queue import Queue
 from django_emq.exceptions import EnqueueError
-from django_emq.payload import decode
-from django_emq.queue import Queue
 from tests import chaos_tasks
 from tests.chaos_tasks import Run, read_runs
 from tests.faults import ForkedWorker, ForkServer, RestartableServer

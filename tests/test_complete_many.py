@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import redis
 
+from django_emq.engine.queue import MAX_BATCH, Claim, Queue
 from django_emq.exceptions import InvalidArguments, JobNotFound, StaleToken
-from django_emq.queue import MAX_BATCH, Claim, Queue
 
 from .helpers import LONG_LEASE, counting_client, dump, fill, lane, on_ring, ring
 from .invariants import check_invariants

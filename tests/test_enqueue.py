@@ -11,8 +11,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from django_emq.engine.queue import Queue
 from django_emq.exceptions import EnqueueError, InvalidArguments
-from django_emq.queue import Queue
 
 from .helpers import (
     LONG_LEASE,

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from django_emq import enqueue_for, lane_id
-from django_emq.payload import decode
+from django_emq.engine.payload import decode
 from tests import chaos_tasks
 from tests.chaos_tasks import read_runs
 from tests.faults import Workers

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from django_emq import ids
-from django_emq.ids import (
+from django_emq.engine import ids
+from django_emq.engine.ids import (
     ALPHABET,
     LANE_WIDTH,
     WIDE_LANE_WIDTH,

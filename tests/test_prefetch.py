@@ -16,7 +16,7 @@ from django.tasks import task_backends
 from django_emq import lane_id
 from django_emq import worker as worker_module
 from django_emq.backend import FairLanesBackend
-from django_emq.queue import Queue
+from django_emq.engine.queue import Queue
 from django_emq.worker import Worker, WorkerOptions
 from tests.helpers import wait_for
 from tests.invariants import check_invariants

@@ -15,7 +15,7 @@ import redis
 
 from django_emq import lane_id
 from django_emq.backend import FairLanesBackend
-from django_emq.queue import Queue
+from django_emq.engine.queue import Queue
 from tests import chaos_tasks
 from tests.chaos_tasks import read_runs
 from tests.faults import RestartableServer, Workers

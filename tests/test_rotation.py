@@ -6,7 +6,7 @@ from collections import Counter
 
 import redis
 
-from django_emq.queue import Claim, Queue
+from django_emq.engine.queue import Claim, Queue
 
 from .helpers import TASK, claim_one, claim_turn, fill, lane, on_ring, pending, ring
 

@@ -17,12 +17,12 @@ from django.test import Client
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from django_emq import browse, conf, get_queue
+from django_emq import conf, get_queue
 from django_emq.backend import FairLanesBackend
-from django_emq.exceptions import InvalidArguments, JobNotFound, StaleToken
-from django_emq.ids import lane_id
-from django_emq.parking import park, wake_groups
-from django_emq.placement import (
+from django_emq.engine import browse
+from django_emq.engine.ids import lane_id
+from django_emq.engine.parking import park, wake_groups
+from django_emq.engine.placement import (
     MAX_SHARDS,
     job_id_on,
     job_shard,
@@ -30,8 +30,8 @@ from django_emq.placement import (
     shard_tags,
     slot_range,
 )
-from django_emq.queue import Queue
-from django_emq.shards import (
+from django_emq.engine.queue import Queue
+from django_emq.engine.shards import (
     Rotation,
     ShardedQueue,
     claim_from,
@@ -39,6 +39,7 @@ from django_emq.shards import (
     open_queue,
     shards_of,
 )
+from django_emq.exceptions import InvalidArguments, JobNotFound, StaleToken
 from tests import tasks
 from tests.helpers import free_port
 
@@ -564,7 +565,7 @@ def test_the_admin_shows_and_acts_on_a_sharded_queue(
 
 
 def test_complete_many_refuses_more_than_a_batch_across_shards(sq: ShardedQueue) -> None:
-    from django_emq.queue import MAX_BATCH
+    from django_emq.engine.queue import MAX_BATCH
 
     with pytest.raises(ValueError, match="at most"):
         sq.complete_many([(f"JOB{i:017d}.s0", 1, None) for i in range(MAX_BATCH + 1)])

@@ -15,8 +15,8 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from .ids import validate_job_id
-from .queue import MAX_WEIGHT, Queue
+from ..engine.ids import validate_job_id
+from ..engine.queue import MAX_WEIGHT, Queue
 
 #: Most job ids one dead-jobs form may name (a page of them is far fewer).
 MAX_IDS = 500

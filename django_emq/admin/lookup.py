@@ -13,9 +13,9 @@ from django.db import models
 from django.db.models import Q
 from django.tasks import task_backends
 
-from .backend import FairLanesBackend
-from .ids import unbase62
-from .lanes import brand_for, lane_for
+from ..backend import FairLanesBackend
+from ..engine.ids import unbase62
+from ..lanes import brand_for, lane_for
 
 
 def configured_queues() -> dict[str, FairLanesBackend]:

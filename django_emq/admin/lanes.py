@@ -29,15 +29,15 @@ from django.urls import URLPattern, path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 
-from . import browse
-from .connection import UNAVAILABLE
+from ..engine import browse
+from ..engine.ids import validate_lane
+from ..engine.queue import LaneInfo
+from ..engine.shards import AnyQueue, home_of
+from ..exceptions import UNAVAILABLE
+from ..models import Lane
+from .actions import ACTIONS, Action, DeadJobsForm, form_errors
 from .display import Pager, duration, moment, split_error
-from .ids import validate_lane
-from .lane_actions import ACTIONS, Action, DeadJobsForm, form_errors
 from .lookup import configured_queues, lane_owners, user_lanes
-from .models import Lane
-from .queue import LaneInfo
-from .shards import AnyQueue, home_of
 
 if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin[Lane]

@@ -1,0 +1,209 @@
+"""Bounded reads for operators (the admin): one lane's jobs page by page, the
+head of the ring, each lane's oldest job, the workers' heartbeats.
+
+Every call costs a fixed number of round trips (at most two) whatever the
+number of lanes: lanes are read from their own keys (``g:<lane>:pending``,
+``:active``, ``:dead``), never by scanning a queue-wide set.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .ids import validate_lane
+from .payload import text
+from .queue import Queue
+from .rows import LISTED_FIELDS, WorkerBeat, parse_heartbeat
+from .shards import AnyQueue, home_of, shards_of
+
+ROW_FIELDS = LISTED_FIELDS
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """One job as a listing shows it. Times are epoch ms (``None`` when unset);
+    ``deadline_ms`` is the lease deadline of an in-flight job."""
+
+    job_id: str
+    lane: str
+    state: str
+    task_path: str
+    args: str
+    kwargs: str
+    attempts: int
+    fails: int
+    enqueued_ms: int | None
+    claimed_ms: int | None
+    worker: str
+    finished_ms: int | None
+    error: str
+    deadline_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    """A page of one lane's jobs, the lane's count of them, and the server clock."""
+
+    jobs: list[JobRow]
+    total: int
+    server_ms: int
+
+
+def _ms(value: Any) -> int | None:
+    if value is None or value == b"" or value == "":
+        return None
+    return int(value)
+
+
+def _server_ms(reply: Sequence[Any]) -> int:
+    seconds, micros = reply
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def _page(queue: Queue, key: str, lane: str, offset: int, limit: int, newest: bool) -> JobPage:
+    """Ids ``offset``.. of sorted set ``key`` (a lane's), then their rows."""
+    validate_lane(lane)
+    if offset < 0 or limit < 1:
+        raise ValueError(f"bad page: offset {offset}, limit {limit}")
+    pipe = queue.connection.pipeline(transaction=False)
+    pipe.zrange(key, offset, offset + limit - 1, desc=newest)
+    pipe.zcard(key)
+    pipe.execute_command("TIME")  # not pipe.time(): a cluster pipeline refuses that
+    raw_ids, total, now = pipe.execute()
+    ids = [text(i) for i in raw_ids]
+    rows, deadlines = _rows(queue, ids, with_deadlines=key == queue.keys.lane_active(lane))
+    jobs = [
+        JobRow(
+            job_id=job_id,
+            lane=text(row[1] or lane),
+            state=text(row[0] or ""),
+            task_path=text(row[2] or ""),
+            args=text(row[3] or ""),
+            kwargs=text(row[4] or ""),
+            attempts=_ms(row[5]) or 0,
+            fails=_ms(row[6]) or 0,
+            enqueued_ms=_ms(row[7]),
+            claimed_ms=_ms(row[8]),
+            worker=text(row[9] or ""),
+            finished_ms=_ms(row[10]),
+            error=text(row[11] or ""),
+            deadline_ms=None if deadline is None else int(deadline),
+        )
+        for job_id, row, deadline in zip(ids, rows, deadlines, strict=True)
+    ]
+    return JobPage(jobs, int(total), _server_ms(now))
+
+
+def _rows(queue: Queue, ids: list[str], with_deadlines: bool) -> tuple[list[Any], list[Any]]:
+    if not ids:
+        return [], []
+    pipe = queue.connection.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.hmget(queue.keys.job(job_id), ROW_FIELDS)
+    if with_deadlines:
+        pipe.zmscore(queue.keys.active, ids)
+    replies = pipe.execute()
+    deadlines = replies.pop() if with_deadlines else [None] * len(ids)
+    return replies, deadlines
+
+
+def pending_jobs(queue: Queue, lane: str, offset: int = 0, limit: int = 50) -> JobPage:
+    """The lane's pending jobs in the order they will run (two round trips)."""
+    return _page(queue, queue.keys.pending(lane), lane, offset, limit, newest=False)
+
+
+def inflight_jobs(queue: Queue, lane: str, offset: int = 0, limit: int = 50) -> JobPage:
+    """The lane's claimed jobs, earliest claim first, with lease deadlines (two round trips)."""
+    return _page(queue, queue.keys.lane_active(lane), lane, offset, limit, newest=False)
+
+
+def dead_jobs(queue: Queue, lane: str, offset: int = 0, limit: int = 50) -> JobPage:
+    """The lane's dead jobs, latest death first (two round trips)."""
+    return _page(queue, queue.keys.lane_dead(lane), lane, offset, limit, newest=True)
+
+
+def oldest_enqueued(queue: AnyQueue, lanes: Sequence[str]) -> dict[str, int | None]:
+    """When each lane's oldest pending job was enqueued (epoch ms; ``None`` for an
+    empty lane). Two round trips (per shard holding one of them), whatever the
+    number of lanes given."""
+    if not lanes:
+        return {}
+    if not isinstance(queue, Queue):
+        found: dict[str, int | None] = {}
+        for shard in shards_of(queue):
+            mine = [lane for lane in lanes if home_of(queue, lane) is shard]
+            found.update(oldest_enqueued(shard, mine))
+        return {lane: found[lane] for lane in lanes}
+    pipe = queue.connection.pipeline(transaction=False)
+    for lane in lanes:
+        pipe.zrange(queue.keys.pending(lane), 0, 0)
+    heads = [text(h[0]) if h else None for h in pipe.execute()]
+    pipe = queue.connection.pipeline(transaction=False)
+    for head in heads:
+        if head is not None:
+            pipe.hget(queue.keys.job(head), "enq")
+    enqueued = iter(pipe.execute() if any(heads) else [])
+    return {
+        lane: None if head is None else _ms(next(enqueued))
+        for lane, head in zip(lanes, heads, strict=True)
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """The head of the ring, the workers, the deepest lane's depth and the server clock."""
+
+    ring_head: list[str]
+    workers: list[WorkerBeat]
+    deepest: int
+    server_ms: int
+
+
+def overview(queue: AnyQueue, ring_count: int = 10) -> Overview:
+    """One round trip (per shard): the next ``ring_count`` lanes in rotation
+    order (an ``LRANGE`` of the ring's head, never the whole ring), every
+    worker's last heartbeat (latest first), the deepest lane's depth, the
+    server clock.
+
+    For a sharded queue the shards' ring heads are interleaved (workers take
+    the shards in turn) and each worker is listed once, at its latest beat.
+    """
+    if ring_count < 1:
+        raise ValueError(f"ring_count must be >= 1, not {ring_count}")
+    if not isinstance(queue, Queue):
+        return _merged([overview(shard, ring_count) for shard in shards_of(queue)], ring_count)
+    k = queue.keys
+    pipe = queue.connection.pipeline(transaction=False)
+    pipe.lrange(k.ring, 0, ring_count - 1)
+    pipe.hgetall(k.workers)
+    pipe.zrevrange(k.depths, 0, 0, withscores=True)
+    pipe.execute_command("TIME")  # not pipe.time(): a cluster pipeline refuses that
+    head, beats, deepest, now = pipe.execute()
+    return Overview(
+        [text(lane) for lane in head],
+        sorted(
+            (parse_heartbeat(text(w), raw) for w, raw in beats.items()),
+            key=lambda b: (-(b.beat_ms or 0), b.worker_id),
+        ),
+        int(deepest[0][1]) if deepest else 0,
+        _server_ms(now),
+    )
+
+
+def _merged(parts: list[Overview], ring_count: int) -> Overview:
+    """The overview of a sharded queue from its shards' overviews."""
+    heads = [lane for turn in itertools.zip_longest(*(p.ring_head for p in parts)) for lane in turn]
+    latest: dict[str, WorkerBeat] = {}
+    for beat in (b for p in parts for b in p.workers):
+        seen = latest.get(beat.worker_id)
+        if seen is None or (beat.beat_ms or 0) > (seen.beat_ms or 0):
+            latest[beat.worker_id] = beat
+    return Overview(
+        [lane for lane in heads if lane is not None][:ring_count],
+        sorted(latest.values(), key=lambda b: (-(b.beat_ms or 0), b.worker_id)),
+        max(p.deepest for p in parts),
+        max(p.server_ms for p in parts),
+    )

@@ -1,0 +1,217 @@
+"""Argument building for every script: ``(name, keys, args)``, run elsewhere.
+
+Kept apart from running so the key layout of each call can be read and
+tested on its own (every key carries the queue's ``{q}`` hash tag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from .keys import QueueKeys
+
+
+class Call(NamedTuple):
+    """One script invocation, ready to run."""
+
+    script: str
+    keys: list[str]
+    args: list[str | int]
+
+
+def enqueue(
+    k: QueueKeys,
+    job_id: str,
+    lane: str,
+    task_path: str,
+    args_json: str,
+    kwargs_json: str,
+    max_attempts: int,
+    run_after_ms: int,
+    meta: str,
+) -> Call:
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.schedule,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.depths,
+        k.stats,
+        k.seq,
+        k.wake,
+        k.job(job_id),
+        k.pending(lane),
+    ]
+    args: list[str | int] = [
+        job_id,
+        lane,
+        task_path,
+        args_json,
+        kwargs_json,
+        max_attempts,
+        run_after_ms,
+        meta,
+    ]
+    return Call("enqueue", keys, args)
+
+
+def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int, history: int) -> Call:
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.active,
+        k.paused,
+        k.ceilings,
+        k.weights,
+        k.inflight,
+        k.depths,
+        k.stats,
+    ]
+    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit, history])
+
+
+def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str]], ttl_ms: int) -> Call:
+    """Record the success of each ``(job_id, token, result_json)`` of ``outcomes``."""
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.active,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.stats,
+        k.wake,
+    ]
+    args: list[str | int] = [k.prefix, ttl_ms]
+    for job_id, token, result_json in outcomes:
+        args += (job_id, token, result_json)
+    return Call("complete", keys, args)
+
+
+def retry(
+    k: QueueKeys, job_id: str, token: int, error: str, delay_ms: int, dead: bool, history: int
+) -> Call:
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.active,
+        k.schedule,
+        k.dead,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.depths,
+        k.stats,
+        k.wake,
+        k.job(job_id),
+    ]
+    mode = "dead" if dead else "retry"
+    return Call("retry", keys, [k.prefix, job_id, token, error, delay_ms, mode, history])
+
+
+def extend(k: QueueKeys, job_id: str, token: int, lease_ms: int) -> Call:
+    return Call("extend", [k.active, k.job(job_id)], [job_id, token, lease_ms])
+
+
+def release(k: QueueKeys, job_id: str, token: int) -> Call:
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.active,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.depths,
+        k.stats,
+        k.wake,
+        k.job(job_id),
+    ]
+    return Call("release", keys, [k.prefix, job_id, token])
+
+
+def reap(k: QueueKeys, limit: int, max_expiries: int, history: int) -> Call:
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.active,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.depths,
+        k.stats,
+        k.wake,
+        k.dead,
+    ]
+    return Call("reap", keys, [k.prefix, limit, max_expiries, history])
+
+
+def promote(k: QueueKeys, limit: int) -> Call:
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.schedule,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.depths,
+        k.stats,
+        k.wake,
+    ]
+    return Call("promote", keys, [k.prefix, limit])
+
+
+def pause(k: QueueKeys, lane: str, paused: bool) -> Call:
+    keys = [k.ring, k.on_ring, k.paused, k.ceilings, k.inflight, k.wake, k.pending(lane)]
+    return Call("pause", keys, [lane, "1" if paused else "0"])
+
+
+def set_limit(k: QueueKeys, lane: str, ceiling: int | None) -> Call:
+    keys = [k.ring, k.on_ring, k.paused, k.ceilings, k.inflight, k.wake, k.pending(lane)]
+    return Call("set_limit", keys, [lane, "" if ceiling is None else ceiling])
+
+
+def set_weight(k: QueueKeys, lane: str, weight: int) -> Call:
+    return Call("set_weight", [k.weights], [lane, weight])
+
+
+def drain(k: QueueKeys, lane: str, limit: int) -> Call:
+    keys = [k.ring, k.on_ring, k.depths, k.stats, k.pending(lane)]
+    return Call("drain", keys, [k.prefix, lane, limit])
+
+
+def move(k: QueueKeys, job_id: str, to_lane: str) -> Call:
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.depths,
+        k.stats,
+        k.wake,
+        k.job(job_id),
+        k.pending(to_lane),
+    ]
+    return Call("move", keys, [k.prefix, job_id, to_lane])
+
+
+def retry_dead(k: QueueKeys, lane: str, limit: int, job_ids: list[str]) -> Call:
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.dead,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.depths,
+        k.stats,
+        k.wake,
+    ]
+    return Call("retry_dead", keys, [k.prefix, lane, limit, *job_ids])
+
+
+def delete_dead(k: QueueKeys, lane: str, limit: int, job_ids: list[str]) -> Call:
+    return Call("delete_dead", [k.dead], [k.prefix, lane, limit, *job_ids])

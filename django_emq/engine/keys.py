@@ -1,0 +1,116 @@
+"""The keyspace of one queue. Every key carries the ``{q}`` hash tag.
+
+The Lua scripts receive the fixed keys in ``KEYS`` and the prefix in ARGV so
+they can derive the two families of per-item keys (a lane's pending set and a
+job's hash) the same way :meth:`QueueKeys.pending` and :meth:`QueueKeys.job` do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ids import validate_job_id, validate_lane, validate_queue_name
+
+
+@dataclass(frozen=True, slots=True)
+class QueueKeys:
+    """Names of every key of queue ``name``."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        validate_queue_name(self.name)
+
+    @property
+    def prefix(self) -> str:
+        """``emq:{name}:`` — the hash tag keeps every key of a queue in one slot."""
+        return f"emq:{{{self.name}}}:"
+
+    def _k(self, suffix: str) -> str:
+        return self.prefix + suffix
+
+    @property
+    def ring(self) -> str:
+        """List: the serviceable lanes in rotation order."""
+        return self._k("ring")
+
+    @property
+    def on_ring(self) -> str:
+        """Set: the lanes on the ring (membership without scanning the list)."""
+        return self._k("onring")
+
+    @property
+    def active(self) -> str:
+        """Sorted set: claimed job ids scored by lease deadline (server ms)."""
+        return self._k("active")
+
+    @property
+    def schedule(self) -> str:
+        """Sorted set: deferred or backing-off job ids scored by due time (ms)."""
+        return self._k("schedule")
+
+    @property
+    def dead(self) -> str:
+        """Sorted set: job ids that used up their attempts, scored by time of death."""
+        return self._k("dead")
+
+    @property
+    def paused(self) -> str:
+        """Set: paused lanes."""
+        return self._k("paused")
+
+    @property
+    def ceilings(self) -> str:
+        """Hash: lane -> concurrency ceiling."""
+        return self._k("ceilings")
+
+    @property
+    def weights(self) -> str:
+        """Hash: lane -> weight (absent means 1)."""
+        return self._k("weights")
+
+    @property
+    def inflight(self) -> str:
+        """Hash: lane -> number of its jobs in ``active`` (absent means 0)."""
+        return self._k("inflight")
+
+    @property
+    def depths(self) -> str:
+        """Sorted set: lane -> pending depth; only non-empty lanes are members."""
+        return self._k("depths")
+
+    @property
+    def stats(self) -> str:
+        """Hash: queue counters (``pending``, ``completed``, ...)."""
+        return self._k("stats")
+
+    @property
+    def seq(self) -> str:
+        """String: the mint-order counter that scores jobs inside their lane."""
+        return self._k("seq")
+
+    @property
+    def wake(self) -> str:
+        """List: wake tokens; idle workers park on it with a blocking pop."""
+        return self._k("wake")
+
+    @property
+    def workers(self) -> str:
+        """Hash: worker id -> last heartbeat record (JSON)."""
+        return self._k("workers")
+
+    def pending(self, lane: str) -> str:
+        """Sorted set: lane's pending job ids scored by mint order."""
+        return self._k(f"g:{validate_lane(lane)}:pending")
+
+    def lane_active(self, lane: str) -> str:
+        """Sorted set: lane's claimed job ids scored by claim time (server ms)."""
+        return self._k(f"g:{validate_lane(lane)}:active")
+
+    def lane_dead(self, lane: str) -> str:
+        """Sorted set: lane's dead job ids scored by time of death (ms)."""
+        return self._k(f"g:{validate_lane(lane)}:dead")
+
+    def job(self, job_id: str) -> str:
+        """Hash: one job row."""
+        return self._k(f"job:{validate_job_id(job_id)}")

@@ -1,0 +1,67 @@
+"""Where an idle worker waits: a blocking pop on the wake lists of its queues.
+
+On one server a single ``BLPOP`` waits on every wake list at once. On a
+Valkey Cluster one ``BLPOP`` may only name keys of one slot (else
+``CROSSSLOT``), and the queues (and the shards of a sharded queue) live in
+different slots, often on different nodes. So the wake lists are grouped by
+slot and, when there is more than one group, the worker waits on each group
+in turn for at most :data:`PARK_SLICE` seconds: a job enqueued anywhere wakes
+it within about ``PARK_SLICE * (groups - 1)`` seconds, and an idle worker
+sends at most ``1 / PARK_SLICE`` pops a second.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from redis.cluster import RedisCluster
+from redis.crc import key_slot
+
+from .exceptions import UNAVAILABLE
+
+if TYPE_CHECKING:
+    from .client import Client
+
+#: Longest wait on one slot's wake lists while other slots' lists wait their turn.
+PARK_SLICE = 0.05
+#: Shortest wait passed to ``BLPOP`` (0 would mean "forever").
+MIN_WAIT = 0.01
+
+
+def wake_groups(client: Client, keys: Sequence[str]) -> list[list[str]]:
+    """``keys`` grouped so one ``BLPOP`` may wait on each group: all of them for a
+    single server, one group per slot for a cluster client."""
+    if not isinstance(client, RedisCluster):
+        return [list(keys)]
+    groups: dict[int, list[str]] = {}
+    for key in keys:
+        groups.setdefault(key_slot(key.encode()), []).append(key)
+    return list(groups.values())
+
+
+def park(client: Client, groups: Sequence[Sequence[str]], timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for a wake token on any of ``groups``' lists;
+    True when one was popped (a job arrived), False when the time ran out.
+
+    A group whose node cannot answer is passed over while the others are
+    waited on; its error is raised when no group's node answers.
+    """
+    if len(groups) == 1:
+        return client.blpop(list(groups[0]), timeout=max(MIN_WAIT, timeout)) is not None
+    deadline = time.monotonic() + timeout
+    while True:
+        failed: list[Exception] = []
+        for group in groups:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            wait = max(MIN_WAIT, min(PARK_SLICE, left))
+            try:
+                if client.blpop(list(group), timeout=wait) is not None:
+                    return True
+            except UNAVAILABLE as exc:
+                failed.append(exc)
+        if len(failed) == len(groups):
+            raise failed[0]

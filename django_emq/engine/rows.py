@@ -1,0 +1,95 @@
+"""The one owner of two formats the engine stores: the job row's field names
+and the worker heartbeat record.
+
+A job row (``emq:{q}:job:<id>``, a hash) is written by the Lua scripts and
+read by Python; the names below are the only place Python spells them. The row
+calls a job's lane ``group`` (the seed's name, kept in the stored format); the
+Python says "lane" everywhere else.
+
+A heartbeat is one field per worker of ``emq:{q}:workers``: a JSON record the
+worker's beat writes and the admin reads back (:func:`heartbeat` and
+:func:`parse_heartbeat`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+
+class Row:
+    """Field names of a job row."""
+
+    STATE: Final = "state"
+    LANE: Final = "group"
+    SEQ: Final = "seq"
+    TASK: Final = "task"
+    ARGS: Final = "args"
+    KWARGS: Final = "kwargs"
+    ATTEMPTS: Final = "attempts"
+    FAILS: Final = "fails"
+    EXPIRIES: Final = "expiries"
+    MAX_ATTEMPTS: Final = "max"
+    ENQUEUED: Final = "enq"
+    DUE: Final = "due"
+    CLAIMED: Final = "claimed"
+    STARTED: Final = "started"
+    WORKER: Final = "worker"
+    WORKERS: Final = "workers"
+    FINISHED: Final = "finished"
+    RESULT: Final = "result"
+    ERROR: Final = "error"
+    ERRORS: Final = "errors"
+
+
+#: Fields of a job row a listing shows.
+LISTED_FIELDS: Final = (
+    Row.STATE,
+    Row.LANE,
+    Row.TASK,
+    Row.ARGS,
+    Row.KWARGS,
+    Row.ATTEMPTS,
+    Row.FAILS,
+    Row.ENQUEUED,
+    Row.CLAIMED,
+    Row.WORKER,
+    Row.FINISHED,
+    Row.ERROR,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBeat:
+    """A worker's last heartbeat (``beat_ms`` from the worker's clock);
+    ``None`` fields when the record could not be read."""
+
+    worker_id: str
+    host: str | None
+    pid: int | None
+    done: int | None
+    running: int | None
+    beat_ms: int | None
+
+
+def heartbeat(*, host: str, pid: int, done: int, running: int, beat_ms: int) -> str:
+    """The record a worker's beat stores under its id."""
+    return json.dumps({"host": host, "pid": pid, "done": done, "beat": beat_ms, "running": running})
+
+
+def parse_heartbeat(worker_id: str, raw: Any) -> WorkerBeat:
+    """A heartbeat record read back; an unreadable one keeps only its id, so the
+    worker still shows up."""
+    try:
+        record = json.loads(raw)
+        return WorkerBeat(
+            worker_id,
+            str(record["host"]),
+            int(record["pid"]),
+            int(record["done"]),
+            int(record.get("running", 0)),
+            int(record["beat"]),
+        )
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return WorkerBeat(worker_id, None, None, None, None, None)

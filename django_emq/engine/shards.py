@@ -1,0 +1,416 @@
+"""A queue sharded across a Valkey Cluster: ``S`` ordinary queues behind one API.
+
+Each shard is a :class:`~django_emq.engine.queue.Queue` with a hash tag of its own
+(see :mod:`django_emq.engine.placement`), so each lives in one slot and every
+script still touches one slot. A lane rides one shard (chosen by a stable
+hash of its id), so a lane's jobs keep their first-in-first-out order and its
+pause, ceiling and weight live where its jobs are. A claim takes the shards in
+turn: one that has nothing to serve is passed over at once, never waited on.
+
+:class:`ShardedQueue` answers the calls of :class:`~django_emq.engine.queue.Queue`
+but the worker's one-round-trip pairs (``complete_then_claim``,
+``complete_many_then_claim``: a worker claims from the shards themselves).
+Calls that name a lane go to its shard; calls that name a job find the shard
+in the job id (``<id>.s<k>``; ``complete_many`` sends one call per shard);
+totals and the deepest lanes merge the shards' answers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from . import calls
+from .exceptions import UNAVAILABLE, JobError, JobNotFound
+from .ids import mint_job_id, validate_job_id, validate_lane
+from .payload import text
+from .placement import job_id_on, job_shard, lane_shard, shard_tags
+from .queue import Claim, Enqueued, LaneInfo, Queue, Totals, _refusals, encode_outcomes
+
+if TYPE_CHECKING:
+    from .client import Client
+
+#: Most lanes one call of :meth:`ShardedQueue.lanes` may return (as for a queue).
+MAX_TOP = 10_000
+#: Seconds a shard whose node did not answer is passed over by claims (a node
+#: that is down can cost a connect timeout per try: the other shards go on).
+HOLD_OFF = 1.0
+
+
+class ShardedQueue:
+    """Queue ``name`` spread over ``shards`` shards; options as for :class:`Queue`."""
+
+    def __init__(
+        self, name: str = "default", shards: int = 2, *, connection: Client, **options: Any
+    ) -> None:
+        self.name = name
+        self.connection = connection
+        #: Every shard, by number: shard ``k`` holds the lanes ``lane_shard(lane, S) == k``.
+        self.shards = tuple(
+            Queue(tag, connection=connection, **options) for tag in shard_tags(name, shards)
+        )
+        self.max_attempts = self.shards[0].max_attempts
+        self._rotation = Rotation(self.shards)
+
+    def __repr__(self) -> str:
+        return f"<ShardedQueue {self.name!r} ({len(self.shards)} shards)>"
+
+    # -- routing -------------------------------------------------------------
+
+    def shard_for_lane(self, lane: str) -> Queue:
+        """The shard that holds ``lane``."""
+        return self.shards[lane_shard(lane, len(self.shards))]
+
+    def shard_for_job(self, job_id: str) -> Queue:
+        """The shard job ``job_id`` was enqueued on; ``JobNotFound`` if its id
+        names no shard of this queue (it was never enqueued here)."""
+        shard = job_shard(job_id, len(self.shards))
+        if shard is None:
+            raise JobNotFound(job_id, f"no such job: its id names no shard of {self.name!r}")
+        return self.shards[shard]
+
+    def _marked(self, lane: str, job_id: str | None) -> tuple[Queue, str]:
+        shard = lane_shard(lane, len(self.shards))
+        return self.shards[shard], job_id_on(mint_job_id() if job_id is None else job_id, shard)
+
+    # -- enqueue -------------------------------------------------------------
+
+    def enqueue(
+        self,
+        lane: str,
+        task_path: str,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        job_id: str | None = None,
+        run_after: datetime | None = None,
+        max_attempts: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Enqueued:
+        """:meth:`Queue.enqueue` on the lane's shard. The job id answered (and a
+        given ``job_id``) carries the shard's mark, ``.s<k>``."""
+        shard, marked = self._marked(lane, job_id)
+        return shard.enqueue(
+            lane,
+            task_path,
+            args,
+            kwargs,
+            job_id=marked,
+            run_after=run_after,
+            max_attempts=max_attempts,
+            meta=meta,
+        )
+
+    def enqueue_many(self, jobs: Iterable[Mapping[str, Any]]) -> list[Enqueued]:
+        """:meth:`Queue.enqueue_many`, one round trip per shard. Every job is
+        validated before any is written: one bad job refuses the whole batch."""
+        routed: list[tuple[Queue, dict[str, Any]]] = []
+        for job in jobs:
+            shard, marked = self._marked(job["lane"], job.get("job_id"))
+            routed.append((shard, {**job, "job_id": marked}))
+        for shard, job in routed:  # raises before anything is written
+            shard._prepare(
+                job["lane"],
+                job["task_path"],
+                job.get("args", ()),
+                job.get("kwargs"),
+                job["job_id"],
+                job.get("run_after"),
+                job.get("max_attempts"),
+                job.get("meta"),
+            )
+        answers: list[Enqueued | None] = [None] * len(routed)
+        for shard in self.shards:
+            places = [i for i, (owner, _) in enumerate(routed) if owner is shard]
+            if places:
+                done = shard.enqueue_many(routed[i][1] for i in places)
+                for i, enqueued in zip(places, done, strict=True):
+                    answers[i] = enqueued
+        return [enqueued for enqueued in answers if enqueued is not None]
+
+    # -- the worker's side -----------------------------------------------------
+
+    def claim(
+        self,
+        lease_ms: int,
+        *,
+        turns: int = 1,
+        worker_id: str | None = None,
+        max_jobs: int | None = None,
+    ) -> list[Claim] | None:
+        """:meth:`Queue.claim` on the next shard in turn that has something to serve."""
+        found = self.claim_shard(lease_ms, turns=turns, worker_id=worker_id, max_jobs=max_jobs)
+        return None if found is None else found[1]
+
+    def claim_shard(
+        self,
+        lease_ms: int,
+        *,
+        turns: int = 1,
+        worker_id: str | None = None,
+        max_jobs: int | None = None,
+    ) -> tuple[Queue, list[Claim]] | None:
+        """Claim from the shards in turn (see :class:`Rotation`): an empty shard,
+        or one whose node cannot answer, is passed over at once. Answers the
+        shard with its claims, ``None`` when no shard has a serviceable lane."""
+        return self._rotation.claim(lease_ms, turns=turns, worker_id=worker_id, max_jobs=max_jobs)
+
+    def complete(self, job_id: str, token: int, result: Any = None) -> None:
+        self.shard_for_job(job_id).complete(job_id, token, result)
+
+    def complete_many(self, outcomes: Sequence[tuple[str, int, Any]]) -> list[JobError | None]:
+        """:meth:`Queue.complete_many`, one call per shard named by the job ids;
+        the refusals come back in the order of ``outcomes`` (an id that names
+        no shard is ``JobNotFound``). Bad input raises before anything is sent."""
+        encoded = encode_outcomes(outcomes)
+        answers: list[JobError | None] = [None] * len(encoded)
+        groups: dict[int, tuple[Queue, list[int]]] = {}
+        for i, (job_id, _, _) in enumerate(encoded):
+            try:
+                shard = self.shard_for_job(job_id)
+            except JobNotFound as exc:
+                answers[i] = exc
+                continue
+            groups.setdefault(id(shard), (shard, []))[1].append(i)
+        for shard, places in groups.values():
+            call = calls.complete(shard.keys, [encoded[i] for i in places], shard.result_ttl_ms)
+            for i, refusal in zip(places, _refusals(call, shard._run(call)), strict=True):
+                answers[i] = refusal
+        return answers
+
+    def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
+        return self.shard_for_job(job_id).retry(job_id, token, error, delay_ms)
+
+    def fail(self, job_id: str, token: int, error: str) -> None:
+        self.shard_for_job(job_id).fail(job_id, token, error)
+
+    def extend(self, job_id: str, token: int, lease_ms: int) -> int:
+        return self.shard_for_job(job_id).extend(job_id, token, lease_ms)
+
+    def release(self, job_id: str, token: int) -> None:
+        self.shard_for_job(job_id).release(job_id, token)
+
+    def reap(self) -> list[str]:
+        """:meth:`Queue.reap` on every shard."""
+        return [job_id for shard in self.shards for job_id in shard.reap()]
+
+    def promote(self) -> tuple[int, int | None]:
+        """:meth:`Queue.promote` on every shard: the total promoted, the earliest next due."""
+        total, due = 0, []
+        for shard in self.shards:
+            count, next_due = shard.promote()
+            total += count
+            if next_due is not None:
+                due.append(next_due)
+        return total, min(due, default=None)
+
+    # -- lane control ----------------------------------------------------------
+
+    def pause(self, lane: str) -> bool:
+        return self.shard_for_lane(lane).pause(lane)
+
+    def resume(self, lane: str) -> bool:
+        return self.shard_for_lane(lane).resume(lane)
+
+    def set_limit(self, lane: str, ceiling: int | None) -> None:
+        self.shard_for_lane(lane).set_limit(lane, ceiling)
+
+    def set_weight(self, lane: str, weight: int) -> None:
+        self.shard_for_lane(lane).set_weight(lane, weight)
+
+    def drain(self, lane: str) -> int:
+        return self.shard_for_lane(lane).drain(lane)
+
+    def move(self, job_id: str, lane: str) -> bool:
+        """:meth:`Queue.move` within one shard. A lane on another shard is refused
+        with ``ValueError``: a move across shards would touch two slots, and no
+        script may (nothing changes)."""
+        shard = self.shard_for_job(job_id)
+        if self.shard_for_lane(lane) is not shard:
+            raise ValueError(
+                f"cannot move job {job_id} to lane {lane}: that lane lives on another "
+                f"shard of {self.name!r}"
+            )
+        return shard.move(job_id, lane)
+
+    # -- dead jobs -------------------------------------------------------------
+
+    def retry_dead(self, job_ids: Iterable[str] | None = None, *, lane: str | None = None) -> int:
+        return self._dead(Queue.retry_dead, job_ids, lane)
+
+    def delete_dead(self, job_ids: Iterable[str] | None = None, *, lane: str | None = None) -> int:
+        return self._dead(Queue.delete_dead, job_ids, lane)
+
+    def _dead(
+        self,
+        action: Callable[..., int],
+        job_ids: Iterable[str] | None,
+        lane: str | None,
+    ) -> int:
+        ids = None if job_ids is None else [validate_job_id(job_id) for job_id in job_ids]
+        count = len(self.shards)
+        if lane is not None:
+            home = lane_shard(lane, count)
+            mine = None if ids is None else [i for i in ids if job_shard(i, count) == home]
+            return action(self.shards[home], mine, lane=lane)
+        if ids is None:
+            raise ValueError("name the dead jobs: give job ids, a lane, or both")
+        total = 0
+        for index, shard in enumerate(self.shards):
+            mine = [i for i in ids if job_shard(i, count) == index]
+            if mine:
+                total += action(shard, mine)
+        return total
+
+    # -- observability ---------------------------------------------------------
+
+    def depth(self, lane: str) -> int:
+        return self.shard_for_lane(lane).depth(lane)
+
+    def totals(self) -> Totals:
+        """Every shard's :meth:`Queue.totals`, added up (one round trip per shard)."""
+        parts = [shard.totals() for shard in self.shards]
+        return Totals(
+            pending=sum(t.pending for t in parts),
+            active=sum(t.active for t in parts),
+            scheduled=sum(t.scheduled for t in parts),
+            dead=sum(t.dead for t in parts),
+            lanes=sum(t.lanes for t in parts),
+            ring=sum(t.ring for t in parts),
+        )
+
+    def lanes(self, top: int = 50, offset: int = 0) -> list[LaneInfo]:
+        """The ``top`` deepest lanes of all shards from ``offset``, deepest first.
+
+        Each shard's ``offset + top`` deepest lanes are read from its depth
+        index and merged (ties in the order each shard ranks them: by lane id,
+        descending), so the cost grows with the page, never with the lanes.
+        """
+        if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
+            raise ValueError(f"top must be an integer from 1 to {MAX_TOP}, not {top!r}")
+        ranked: list[tuple[int, str]] = []
+        for shard in self.shards:
+            pairs: list[tuple[bytes, float]] = shard.connection.zrevrange(  # type: ignore[assignment]
+                shard.keys.depths, 0, offset + top - 1, withscores=True
+            )
+            ranked += [(int(depth), text(lane)) for lane, depth in pairs]
+        ranked.sort(reverse=True)
+        return self.lanes_named([lane for _, lane in ranked[offset : offset + top]])
+
+    def lane(self, lane: str) -> LaneInfo:
+        return self.shard_for_lane(lane).lane(lane)
+
+    def lanes_named(self, names: Sequence[str]) -> list[LaneInfo]:
+        """The named lanes in the order given (two round trips per shard named)."""
+        names = [validate_lane(lane) for lane in names]
+        found: dict[str, LaneInfo] = {}
+        for shard in self.shards:
+            mine = [lane for lane in names if self.shard_for_lane(lane) is shard]
+            if mine:
+                found.update((info.lane, info) for info in shard.lanes_named(mine))
+        return [found[lane] for lane in names]
+
+    def job(self, job_id: str) -> dict[str, str] | None:
+        """The job's row, or ``None`` if there is none (or its id names no shard)."""
+        shard = job_shard(job_id, len(self.shards))
+        return None if shard is None else self.shards[shard].job(job_id)
+
+
+#: A queue as the backend, the worker and the admin see it.
+AnyQueue = Queue | ShardedQueue
+
+
+def open_queue(name: str, *, connection: Client, shards: int = 1, **options: Any) -> AnyQueue:
+    """Queue ``name``: a plain :class:`Queue`, or a :class:`ShardedQueue` when ``shards > 1``."""
+    if shards > 1:
+        return ShardedQueue(name, shards, connection=connection, **options)
+    return Queue(name, connection=connection, **options)
+
+
+def shards_of(queue: AnyQueue) -> tuple[Queue, ...]:
+    """Every plain queue behind ``queue`` (itself, for a plain queue)."""
+    return queue.shards if isinstance(queue, ShardedQueue) else (queue,)
+
+
+def home_of(queue: AnyQueue, lane: str) -> Queue:
+    """The plain queue that holds ``lane``."""
+    return queue.shard_for_lane(lane) if isinstance(queue, ShardedQueue) else queue
+
+
+def claim_from(
+    queue: AnyQueue,
+    lease_ms: int,
+    *,
+    turns: int = 1,
+    worker_id: str | None = None,
+    max_jobs: int | None = None,
+) -> tuple[Queue, list[Claim]] | None:
+    """Claim from ``queue`` (a sharded one: from its next shard in turn); answers
+    the plain queue the claims came from, so outcomes go straight to it."""
+    if isinstance(queue, ShardedQueue):
+        return queue.claim_shard(lease_ms, turns=turns, worker_id=worker_id, max_jobs=max_jobs)
+    claims = queue.claim(lease_ms, turns=turns, worker_id=worker_id, max_jobs=max_jobs)
+    return (queue, claims) if claims else None
+
+
+class Rotation:
+    """Claims from several queues in turn, starting after the one that served
+    last: a worker's queues, or the shards of a sharded queue.
+
+    A queue with nothing to serve is passed over at once. So is one whose
+    server cannot answer (its node is down or failing over), and for
+    :data:`HOLD_OFF` seconds after (a node that is down may cost a connect
+    timeout per try): the others are served meanwhile, and its error is
+    raised only when no queue could answer. Not locked: threads sharing one
+    rotation may skip a turn.
+    """
+
+    def __init__(self, queues: Sequence[AnyQueue]) -> None:
+        self.queues = tuple(queues)
+        self._next = 0
+        #: index -> (monotonic time to try it again, the error it answered)
+        self._away: dict[int, tuple[float, Exception]] = {}
+
+    def claim(
+        self,
+        lease_ms: int,
+        *,
+        turns: int = 1,
+        worker_id: str | None = None,
+        max_jobs: int | None = None,
+    ) -> tuple[Queue, list[Claim]] | None:
+        """The next queue in turn's claims, with the plain queue they came from;
+        ``None`` when no queue has anything to serve (one round trip per queue
+        tried). Raises the last error seen when no queue could answer."""
+        count = len(self.queues)
+        answered = False
+        now = time.monotonic()
+        for step in range(count):
+            index = (self._next + step) % count
+            away = self._away.get(index)  # one lookup: another thread may pop it
+            if away is not None and away[0] > now:
+                continue
+            try:
+                found = claim_from(
+                    self.queues[index],
+                    lease_ms,
+                    turns=turns,
+                    worker_id=worker_id,
+                    max_jobs=max_jobs,
+                )
+            except UNAVAILABLE as exc:
+                if count == 1:  # nothing else to serve meanwhile: no hold-off
+                    raise
+                self._away[index] = (now + HOLD_OFF, exc)
+                continue
+            answered = True
+            self._away.pop(index, None)
+            if found is not None:
+                self._next = (index + 1) % count
+                return found
+        errors = list(self._away.values())  # a copy: other threads may change it
+        if not answered and errors:
+            raise max(errors, key=lambda away: away[0])[1]
+        return None
