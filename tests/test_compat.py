@@ -298,6 +298,14 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "move": calls.move(k, job, lane_id("USR", 8)),
         "retry_dead": calls.retry_dead(k, lane, 10, [job]),
         "delete_dead": calls.delete_dead(k, "", 10, [job]),
+        "audit_jobs": calls.audit_jobs(k, [job]),
+        "audit_members": calls.audit_members(k, k.active, "active", "", [job]),
+        "audit_lanes": calls.audit_lanes(k, [lane]),
+        "audit_ring": calls.audit_ring(k, 100),
+        "mend_jobs": calls.mend_jobs(k, [(job, "", "")]),
+        "mend_lanes": calls.mend_lanes(k, [(lane, "lane")]),
+        "mend_ring": calls.mend_ring(k, True, True),
+        "mend_key": calls.mend_key(k.ring, "list"),
     }
 
 
