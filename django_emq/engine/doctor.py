@@ -30,7 +30,7 @@ from typing import Any
 
 from . import calls
 from .exceptions import CorruptKeyspace
-from .ids import validate_job_id, validate_lane
+from .ids import is_lane, validate_job_id
 from .keys import QueueKeys
 from .payload import text
 from .queue import Queue
@@ -123,14 +123,6 @@ def _glob_escape(value: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in value)
 
 
-def _is_lane(name: str) -> bool:
-    try:
-        validate_lane(name)
-    except ValueError:
-        return False
-    return True
-
-
 def expected_type(keys: QueueKeys, key: str) -> str | None:
     """The type ``key`` must have, or ``None`` when it is no key of the queue's."""
     fixed = {getattr(keys, attr): kind for attr, kind in FIXED_KEY_TYPES.items()}
@@ -141,7 +133,7 @@ def expected_type(keys: QueueKeys, key: str) -> str | None:
         return None
     if rest.startswith("g:"):
         lane, _, suffix = rest[2:].rpartition(":")
-        return "zset" if suffix in LANE_SETS and _is_lane(lane) else None
+        return "zset" if suffix in LANE_SETS and is_lane(lane) else None
     if rest.startswith("job:"):
         try:
             validate_job_id(rest[4:])
@@ -333,12 +325,12 @@ class Doctor:
             if text(r.type(key)) != FIXED_KEY_TYPES[self._attr(key)]:
                 continue  # reported (and deleted, in a repair) with the keys
             for chunk in _batches((text(n) for n in names), self.batch):
-                lanes = [name for name in chunk if _is_lane(name)]
+                lanes = [name for name in chunk if is_lane(name)]
                 for name in chunk:
-                    if not _is_lane(name):
+                    if not is_lane(name):
                         self._report.add(Finding("not-a-lane", name, f"named in {key}"))
                 if self._repair and len(lanes) < len(chunk):
-                    purge = [(name, "purge") for name in chunk if not _is_lane(name)]
+                    purge = [(name, "purge") for name in chunk if not is_lane(name)]
                     self._report.mended += int(self._run(calls.mend_lanes(self.keys, purge)))
                 if lanes:
                     self._lanes(lanes)
@@ -379,7 +371,7 @@ class Doctor:
         pattern = _glob_escape(self.keys.prefix) + "g:*:pending"
         scanned = self.r.scan_iter(match=pattern, count=self.batch)
         names = (text(key)[start : -len(":pending")] for key in scanned)
-        for chunk in _batches((n for n in names if _is_lane(n)), self.batch):
+        for chunk in _batches((n for n in names if is_lane(n)), self.batch):
             call = calls.mend_lanes(self.keys, [(n, "lane") for n in chunk])
             self._report.mended += int(self._run(call))
         self._run(calls.mend_ring(self.keys, ring=False, total=True))
