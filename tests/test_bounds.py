@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from django_emq.engine.queue import MAX_DELAY_MS, MAX_LEASE_MS
+from django_emq.engine.records import MAX_DELAY_MS, MAX_LEASE_MS
 from django_emq.engine.rows import Row
 from django_emq.exceptions import InvalidArguments
 from django_emq.ids import lane_id
