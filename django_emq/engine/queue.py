@@ -47,11 +47,13 @@ def default_worker_id() -> str:
 
 @dataclass(frozen=True, slots=True)
 class Enqueued:
-    """What enqueue answers: the job id, its state, and whether it existed already."""
+    """What enqueue answers: the job id, its state, whether it existed already,
+    and the row's enqueue time (the server's clock, epoch ms)."""
 
     job_id: str
     state: str
     duplicate: bool
+    enqueued_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +217,7 @@ class Queue:
             reply = self._run(call)
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
-        return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
+        return _enqueued(call, reply)
 
     def enqueue_many(self, jobs: Iterable[Mapping[str, Any]]) -> list[Enqueued]:
         """Enqueue many jobs in one round trip. Each item holds ``enqueue``'s arguments
@@ -261,10 +263,7 @@ class Queue:
                 raise self._enqueue_error(reply) from reply
             if isinstance(reply, Exception):
                 raise reply
-        return [
-            Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
-            for call, reply in zip(prepared, replies, strict=True)
-        ]
+        return [_enqueued(call, reply) for call, reply in zip(prepared, replies, strict=True)]
 
     def _enqueue_error(self, exc: Exception) -> EnqueueError:
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | RedisClusterException):
@@ -594,6 +593,11 @@ class Queue:
         """The job's row as text fields, or ``None`` if there is none."""
         row = self.connection.hgetall(self.keys.job(job_id))
         return {text(f): text(v) for f, v in row.items()} if row else None
+
+
+def _enqueued(call: calls.Call, reply: Sequence[Any]) -> Enqueued:
+    """What the enqueue script's reply ``{new?, state, enq}`` stands for."""
+    return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0, _int(reply[2]))
 
 
 def _lenient_int(value: Any) -> int:

@@ -41,6 +41,8 @@ class Row:
     RESULT: Final = "result"
     ERROR: Final = "error"
     ERRORS: Final = "errors"
+    #: Opaque JSON the enqueuing layer keeps (django-emq's backend: its alias, ``run_after``).
+    META: Final = "meta"
 
 
 #: Fields of a job row a listing shows.

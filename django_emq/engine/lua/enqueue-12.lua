@@ -24,8 +24,10 @@
   ARGV[7]  run_after     due time in epoch ms; 0 = now
   ARGV[8]  meta          opaque JSON the caller wants kept (may be empty)
 
-  Returns {1, state} when enqueued (state 'pending' or 'scheduled'),
-          {0, state} when the id exists already (nothing changed).
+  Returns {1, state, enq} when enqueued (state 'pending' or 'scheduled'),
+          {0, state, enq} when the id exists already (nothing changed);
+          enq is the row's enqueue time (server clock, epoch ms), so the
+          caller's result carries the time a read-back shows.
 ]]
 -- @include "now_ms"
 -- @include "pending"
@@ -38,7 +40,7 @@ local jk, pendingKey = KEYS[11], KEYS[12]
 local id, lane = ARGV[1], ARGV[2]
 
 local existing = redis.call('HGET', jk, 'state')
-if existing then return {0, existing} end
+if existing then return {0, existing, tonumber(redis.call('HGET', jk, 'enq')) or 0} end
 
 local now = nowMs()
 local seq = redis.call('INCR', KEYS[9])
@@ -54,9 +56,9 @@ redis.call('HINCRBY', Q.stats, 'enqueued', 1)
 if state == 'scheduled' then
   redis.call('HSET', jk, 'due', due)
   redis.call('ZADD', Q.schedule, due, id)
-  return {1, state}
+  return {1, state, now}
 end
 
 addPending(Q, lane, pendingKey, id, seq)
 joinRing(Q, lane, pendingKey)
-return {1, state}
+return {1, state, now}
