@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis
-from django.core.checks import CheckMessage, Error
+from django.core.checks import CheckMessage, Error, Warning
 from django.tasks import Task, TaskResult
 from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.base import DEFAULT_TASK_PRIORITY
@@ -24,7 +24,7 @@ from django.tasks.signals import task_enqueued
 from django.utils import timezone
 from django.utils.json import normalize_json
 
-from .conf import emq_settings
+from .conf import DOCS, backend_settings, option_problems
 from .connection import get_connection
 from .engine.ids import validate_job_id, validate_queue_name
 from .engine.payload import encode_arguments
@@ -65,20 +65,58 @@ class FairLanesBackend(BaseTaskBackend):
         self._queues: dict[tuple[str, int], AnyQueue] = {}
 
     def check(self, **kwargs: Any) -> list[CheckMessage]:
-        """emq.E006 for each name in ``QUEUES`` that cannot name a queue."""
+        """emq.E006 for each name in ``QUEUES`` that cannot name a queue, emq.E007
+        for an empty ``QUEUES``, emq.E008 for each problem of ``OPTIONS`` and
+        emq.W004 for each queue another FairLanesBackend serves too."""
         errors: list[CheckMessage] = []
+        where = f"TASKS[{self.alias!r}]"
+        if not self.queues:
+            errors.append(
+                Error(
+                    f"{where}['QUEUES'] is empty: django-emq serves only the queues it is told.",
+                    hint="List every queue name your tasks use, e.g. 'QUEUES': ['default'] "
+                    f"(see {DOCS}compatibility/#queues).",
+                    id="emq.E007",
+                )
+            )
         for name in sorted(self.queues, key=repr):
             try:
                 validate_queue_name(name)
             except ValueError as exc:
                 errors.append(
                     Error(
-                        f"TASKS[{self.alias!r}]['QUEUES']: {exc}",
+                        f"{where}['QUEUES']: {exc}",
                         hint="Rename it in TASKS, and in every task's queue_name.",
                         id="emq.E006",
                     )
                 )
+        errors += [
+            Error(problem, hint=f"See {DOCS}settings/#per-backend-options.", id="emq.E008")
+            for problem in option_problems(self.alias)
+        ]
+        for name, other in self._shared_queues():
+            errors.append(
+                Warning(
+                    f"Queue {name!r} is served by both {where} and TASKS[{other!r}]: they "
+                    "share its jobs, and a worker of either runs both's with its own options.",
+                    hint="Give each FairLanesBackend alias queue names of its own.",
+                    id="emq.W004",
+                )
+            )
         return [*super().check(**kwargs), *errors]
+
+    def _shared_queues(self) -> list[tuple[str, str]]:
+        """(queue, other alias) for each queue another FairLanesBackend serves too."""
+        from django.tasks import task_backends
+
+        if self.alias not in task_backends.settings:  # built by hand, not from TASKS
+            return []
+        shared = []
+        for other in task_backends.all():
+            if other.alias == self.alias or not isinstance(other, FairLanesBackend):
+                continue
+            shared += [(name, other.alias) for name in sorted(self.queues & other.queues)]
+        return shared
 
     def queue(self, name: str) -> Queue:
         """The engine queue behind ``name`` on the current connection.
@@ -102,7 +140,7 @@ class FairLanesBackend(BaseTaskBackend):
         key = (name, id(connection))
         found = self._queues.get(key)
         if found is None:
-            s = emq_settings()
+            s = backend_settings(self.alias)
             found = open_queue(
                 name, connection=connection, shards=s.shards.get(name, 1), **s.queue_options()
             )
@@ -126,7 +164,7 @@ class FairLanesBackend(BaseTaskBackend):
         self.validate_task(task)
         args, kwargs = _normalised(task, args, kwargs)
         try:
-            encode_arguments(args, kwargs, emq_settings().max_payload)
+            encode_arguments(args, kwargs, backend_settings(self.alias).max_payload)
         except InvalidArguments as exc:
             raise InvalidArguments(f"{task.module_path}: {exc}") from None
 
@@ -140,6 +178,11 @@ class FairLanesBackend(BaseTaskBackend):
                 f"{task.module_path} was enqueued without a lane. Use "
                 "django_emq.enqueue_for(request.user, task, ...), wrap the call in "
                 "`with django_emq.lane(user):`, or add django_emq.lanes.LaneMiddleware."
+            )
+        if not self.queues:
+            raise InvalidTask(
+                f"TASKS[{self.alias!r}]['QUEUES'] is empty: list the queue names "
+                "django-emq serves (system check emq.E007)"
             )
         args, kwargs = _normalised(task, args, kwargs)
         run_after = task.run_after

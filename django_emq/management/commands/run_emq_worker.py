@@ -136,6 +136,11 @@ class Command(BaseCommand):
                 f"TASKS[{options['backend']!r}] is {type(backend).__name__}, not "
                 "django_emq.backend.FairLanesBackend"
             )
+        if not backend.queues:
+            raise CommandError(
+                f"TASKS[{options['backend']!r}]['QUEUES'] is empty: list the queues to serve "
+                "(system check emq.E007)"
+            )
         worker_options = WorkerOptions(
             queues=options["queues"],
             concurrency=options["concurrency"],
