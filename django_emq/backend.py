@@ -32,6 +32,7 @@ from .connection import get_connection
 from .engine.ids import validate_job_id, validate_queue_name
 from .engine.payload import decode, encode_arguments
 from .engine.queue import Queue
+from .engine.rows import Row, worker_ids
 from .engine.shards import AnyQueue, open_queue
 from .exceptions import EnqueueError, InvalidArguments
 from .lanes import current_lane
@@ -77,6 +78,14 @@ def _errors(row: Mapping[str, str]) -> list[TaskError]:
     return errors
 
 
+def _count(value: str | None) -> int:
+    """A counter kept on a row; 0 when it is missing or unreadable."""
+    try:
+        return max(0, int(value or 0))
+    except ValueError:
+        return 0
+
+
 def _lenient[T](text: str | None, kind: type[T]) -> T:
     """Decode JSON kept on a row; an empty ``kind`` when it is missing or corrupt
     (a row edited by hand still reads, its error says what was wrong)."""
@@ -103,7 +112,7 @@ def result_from_row(
         kwargs=_lenient(row.get("kwargs"), dict),
         backend=alias,
         errors=_errors(row),
-        worker_ids=[w for w in row.get("workers", "").split(",") if w],
+        worker_ids=worker_ids(row.get(Row.WORKERS, ""), _count(row.get(Row.ATTEMPTS))),
     )
     if row.get("state") == "done":
         object.__setattr__(result, "_return_value", decode(row.get("result")))
