@@ -26,8 +26,11 @@ class EnqueueError(EMQError):
     """A job could not be enqueued (the server is unreachable or refused it)."""
 
 
-class InvalidArguments(EMQError, ValueError):
-    """Task arguments that do not survive a JSON round trip, or are too large."""
+class InvalidArguments(EMQError, TypeError, ValueError):
+    """Task arguments that do not survive a JSON round trip, or are too large.
+
+    A ``TypeError``, as django.tasks raises for arguments JSON cannot hold, and
+    a ``ValueError``, as django-emq raised before."""
 
 
 class JobError(EMQError):

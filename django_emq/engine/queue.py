@@ -39,6 +39,7 @@ from .records import (
     JobSpec,
     LaneInfo,
     Totals,
+    as_int,
     default_worker_id,
     encode_outcomes,
     error_text,
@@ -154,7 +155,7 @@ class Queue(QueueAPI, LaneControl, QueueReads):
             raise
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
-        return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
+        return _enqueued(call, reply)
 
     def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
         """:meth:`enqueue_many` of :class:`JobSpec` values."""
@@ -189,10 +190,7 @@ class Queue(QueueAPI, LaneControl, QueueReads):
                 raise self._enqueue_error(reply) from reply
             if isinstance(reply, Exception):
                 raise reply
-        return [
-            Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
-            for call, reply in zip(prepared, replies, strict=True)
-        ]
+        return [_enqueued(call, reply) for call, reply in zip(prepared, replies, strict=True)]
 
     def _enqueue_error(self, exc: Exception) -> EnqueueError:
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | RedisClusterException):
@@ -374,3 +372,8 @@ class Queue(QueueAPI, LaneControl, QueueReads):
             total += int(count)
             if int(count) < BATCH:
                 return total, (None if int(next_due) < 0 else int(next_due))
+
+
+def _enqueued(call: calls.Call, reply: Sequence[Any]) -> Enqueued:
+    """What the enqueue script's reply ``{new?, state, enq}`` stands for."""
+    return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0, as_int(reply[2]))

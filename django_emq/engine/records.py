@@ -104,11 +104,13 @@ class ClaimRequest:
 
 @dataclass(frozen=True, slots=True)
 class Enqueued:
-    """What enqueue answers: the job id, its state, and whether it existed already."""
+    """What enqueue answers: the job id, its state, whether it existed already,
+    and the row's enqueue time (the server's clock, epoch ms)."""
 
     job_id: str
     state: str
     duplicate: bool
+    enqueued_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,8 @@ class Row:
     ERRORS: Final = "errors"
     #: How many failures there were in all (``errors`` keeps the latest).
     ERRORS_TOTAL: Final = "errors_total"
+    #: Opaque JSON the enqueuing layer keeps (django-emq's backend: its alias, ``run_after``).
+    META: Final = "meta"
 
 
 #: Stands for a claimer whose id a row no longer keeps: ``workers`` holds the

@@ -24,8 +24,10 @@
   ARGV[7]  run_after     due time in epoch ms; 0 = now
   ARGV[8]  meta          opaque JSON the caller wants kept (may be empty)
 
-  Returns {1, state} when enqueued (state 'pending' or 'scheduled'),
-          {0, state} when the id exists already (nothing changed).
+  Returns {1, state, enq} when enqueued (state 'pending' or 'scheduled'),
+          {0, state, enq} when the id exists already (nothing changed);
+          enq is the row's enqueue time (server clock, epoch ms), so the
+          caller's result carries the time a read-back shows.
 ]]
 -- @include "now_ms"
 -- @include "check"
@@ -42,7 +44,7 @@ local id, lane = ARGV[1], ARGV[2]
 -- Read and check first: nothing is written until every key this call writes
 -- is known to hold its type.
 local existing = guard(jk, 'HGET', jk, 'state')
-if existing then return {0, existing} end
+if existing then return {0, existing, tonumber(redis.call('HGET', jk, 'enq')) or 0} end
 
 local now = nowMs()
 local due = tonumber(ARGV[7])
@@ -67,9 +69,9 @@ addCount(Q.stats, 'enqueued', 1, 1)
 if state == 'scheduled' then
   redis.call('HSET', jk, 'due', due)
   redis.call('ZADD', Q.schedule, due, id)
-  return {1, state}
+  return {1, state, now}
 end
 
 addPending(Q, lane, pendingKey, id, seq)
 if joins then enterRing(Q, lane) end
-return {1, state}
+return {1, state, now}
