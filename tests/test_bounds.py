@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from django_emq import enqueue_for
+from django_emq.conf import backend_settings
 from django_emq.engine.records import MAX_DELAY_MS, MAX_LEASE_MS
 from django_emq.engine.rows import Row
 from django_emq.exceptions import InvalidArguments
@@ -198,3 +199,13 @@ def test_a_results_attempts_count_every_claim_past_the_history(
     found = backend().get_result(result.id)
     assert found.attempts == 5
     assert found.worker_ids == ["?", "?", "?", "w:4", "w:5"]
+
+
+def test_a_backend_may_keep_a_history_of_its_own(emq: redis.Redis, settings: Any) -> None:
+    backend_path = "django_emq.backend.FairLanesBackend"
+    settings.TASKS = {
+        "default": {"BACKEND": backend_path, "QUEUES": ["default"]},
+        "short": {"BACKEND": backend_path, "QUEUES": ["short"], "OPTIONS": {"HISTORY": 2}},
+    }
+    assert backend_settings("short").queue_options()["history"] == 2
+    assert backend_settings("default").queue_options()["history"] == 10
