@@ -30,7 +30,7 @@ from .engine.ids import validate_job_id, validate_queue_name
 from .engine.payload import encode_arguments
 from .engine.queue import Queue
 from .engine.rows import Row
-from .engine.shards import AnyQueue, ShardedQueue, open_queue
+from .engine.shards import AnyQueue, open_queue
 from .exceptions import EnqueueError, InvalidArguments
 from .lanes import current_lane
 from .results import (
@@ -125,12 +125,12 @@ class FairLanesBackend(BaseTaskBackend):
         answers its :class:`~django_emq.engine.shards.ShardedQueue`.
         """
         found = self.engine(name)
-        if isinstance(found, ShardedQueue):
+        if len(found.shards) > 1:
             raise ValueError(
                 f"queue {name!r} has {len(found.shards)} shards (EMQ['SHARDS']): "
                 f"backend.engine({name!r}) answers it"
             )
-        return found
+        return found.shards[0]
 
     def engine(self, name: str) -> AnyQueue:
         """The engine queue behind ``name`` on the current connection: a

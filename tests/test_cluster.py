@@ -32,6 +32,7 @@ from django_emq.engine import browse
 from django_emq.engine.parking import park, wake_groups
 from django_emq.engine.placement import lane_shard
 from django_emq.engine.queue import Queue
+from django_emq.engine.records import ClaimRequest
 from django_emq.engine.shards import ShardedQueue
 from django_emq.exceptions import EnqueueError, StaleToken
 from django_emq.url import check_url, is_cluster_url, parse_cluster_url
@@ -366,7 +367,7 @@ def test_a_dead_nodes_shard_is_passed_over_while_the_others_are_served(
             sq.enqueue_many([{"lane": riding(k), "task_path": TASK}] * 4)
         lonely.primary_of(sq.shards[1].keys.ring).kill()
         served: Counter[int] = Counter()
-        while (found := sq.claim_shard(LONG_LEASE)) is not None:
+        while (found := sq.claim_shard(ClaimRequest(LONG_LEASE))) is not None:
             served[sq.shards.index(found[0])] += len(found[1])
         assert served == {0: 4, 2: 4}
         groups = wake_groups(client, [shard.keys.wake for shard in sq.shards])
@@ -405,7 +406,7 @@ def test_a_flood_on_a_sharded_queue_is_served_fairly_across_shards(
     served: Counter[str] = Counter()
     per_shard: Counter[int] = Counter()
     while sum(served.values()) < WINDOW:
-        found = sq.claim_shard(LONG_LEASE, turns=TURNS)
+        found = sq.claim_shard(ClaimRequest(LONG_LEASE, turns=TURNS))
         assert found is not None
         shard, claims = found
         served.update(c.lane for c in claims)

@@ -27,6 +27,7 @@ from django_emq.engine import calls
 from django_emq.engine.ids import lane_id
 from django_emq.engine.keys import QueueKeys
 from django_emq.engine.queue import Queue
+from django_emq.engine.records import ClaimRequest, JobSpec, encode_outcomes
 from django_emq.engine.scripts import sources
 from django_emq.exceptions import StaleToken
 
@@ -146,6 +147,16 @@ def workload(queue: Queue) -> set[str]:
     use("enqueue_many")(
         [{"lane": lane, "task_path": TASK, "args": [n]} for n, lane in enumerate([A, B, C] * 4)]
     )
+    # The typed forms the keyword forms build on, and the routing every queue answers.
+    assert use("shard_for_lane")(A) is queue
+    assert use("shard_for_job")(first.job_id) is queue
+    use("enqueue_spec")(JobSpec(C, TASK, [0]))
+    use("enqueue_specs")([JobSpec(C, TASK, [1])])
+    use("send_prepared")([use("prepare")(JobSpec(C, TASK, [2]))])
+    found = use("claim_shard")(ClaimRequest(60_000, worker_id="w:1", max_jobs=1))
+    assert found is not None
+    record_call = use("complete_call")(encode_outcomes([(c.job_id, c.token, 1) for c in found[1]]))
+    assert use("record")(record_call) == [None]
     use("set_weight")(A, 2)
     use("set_limit")(B, 1)
 
@@ -220,7 +231,7 @@ def test_every_command_the_engine_sends_is_a_redis_62_command(plain_client: redi
     stats: dict[str, Any] = plain_client.info("commandstats")
     check_invariants(queue)  # after reading the stats: its SCAN is test code
 
-    public = {name for name, value in vars(Queue).items() if inspect.isfunction(value)}
+    public = {name for name, _ in inspect.getmembers(Queue, inspect.isfunction)}
     public = {name for name in public if not name.startswith("_")}
     assert public <= called, f"the workload misses {sorted(public - called)}"
 

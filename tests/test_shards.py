@@ -31,10 +31,10 @@ from django_emq.engine.placement import (
     slot_range,
 )
 from django_emq.engine.queue import Queue
+from django_emq.engine.records import ClaimRequest
 from django_emq.engine.shards import (
     Rotation,
     ShardedQueue,
-    claim_from,
     home_of,
     open_queue,
     shards_of,
@@ -189,7 +189,7 @@ def test_claims_take_the_shards_in_turn(sq: ShardedQueue) -> None:
             fill(sq, lane, 2)
     served = []
     for _ in range(9):
-        found = sq.claim_shard(LONG_LEASE)
+        found = sq.claim_shard(ClaimRequest(LONG_LEASE))
         assert found is not None
         shard, claims = found
         served.append(sq.shards.index(shard))
@@ -201,7 +201,7 @@ def test_an_empty_shard_is_passed_over_at_once(sq: ShardedQueue) -> None:
     for lane in lanes_on(0, 1) + lanes_on(2, 1):
         fill(sq, lane, 3)
     served = []
-    while (found := sq.claim_shard(LONG_LEASE)) is not None:
+    while (found := sq.claim_shard(ClaimRequest(LONG_LEASE))) is not None:
         served.append(sq.shards.index(found[0]))
     assert served == [0, 2, 0, 2, 0, 2]
     assert sq.claim(LONG_LEASE) is None
@@ -408,15 +408,18 @@ def test_open_queue_shards_only_when_asked(r: redis.Redis) -> None:
     assert home_of(sharded, lane) is sharded.shard_for_lane(lane)
 
 
-def test_claim_from_answers_the_shard_that_served(sq: ShardedQueue, r: redis.Redis) -> None:
+def test_claim_shard_answers_the_shard_that_served(sq: ShardedQueue, r: redis.Redis) -> None:
     lane = lanes_on(2, 1)[0]
     fill(sq, lane, 1)
-    found = claim_from(sq, LONG_LEASE, turns=1, worker_id="w", max_jobs=1)
+    found = sq.claim_shard(ClaimRequest(LONG_LEASE, turns=1, worker_id="w", max_jobs=1))
     assert found is not None
     assert found[0] is sq.shards[2]
-    assert claim_from(sq, LONG_LEASE, turns=1, worker_id="w", max_jobs=1) is None
+    assert sq.claim_shard(ClaimRequest(LONG_LEASE, turns=1, worker_id="w", max_jobs=1)) is None
     assert (
-        claim_from(Queue("p", connection=r), LONG_LEASE, turns=1, worker_id="w", max_jobs=1) is None
+        Queue("p", connection=r).claim_shard(
+            ClaimRequest(LONG_LEASE, turns=1, worker_id="w", max_jobs=1)
+        )
+        is None
     )
 
 

@@ -16,8 +16,8 @@ from typing import Any
 from .ids import validate_lane
 from .payload import text
 from .queue import Queue
-from .rows import LISTED_FIELDS, WorkerBeat, parse_heartbeat
-from .shards import AnyQueue, home_of, shards_of
+from .rows import LISTED_FIELDS, Row, WorkerBeat, parse_heartbeat
+from .shards import AnyQueue
 
 ROW_FIELDS = LISTED_FIELDS
 
@@ -129,14 +129,16 @@ def oldest_enqueued(queue: AnyQueue, lanes: Sequence[str]) -> dict[str, int | No
     """When each lane's oldest pending job was enqueued (epoch ms; ``None`` for an
     empty lane). Two round trips (per shard holding one of them), whatever the
     number of lanes given."""
-    if not lanes:
-        return {}
-    if not isinstance(queue, Queue):
-        found: dict[str, int | None] = {}
-        for shard in shards_of(queue):
-            mine = [lane for lane in lanes if home_of(queue, lane) is shard]
-            found.update(oldest_enqueued(shard, mine))
-        return {lane: found[lane] for lane in lanes}
+    found: dict[str, int | None] = {}
+    for shard in queue.shards:
+        mine = [lane for lane in lanes if queue.shard_for_lane(lane) is shard]
+        if mine:
+            found.update(_oldest_on(shard, mine))
+    return {lane: found[lane] for lane in lanes}
+
+
+def _oldest_on(queue: Queue, lanes: Sequence[str]) -> dict[str, int | None]:
+    """:func:`oldest_enqueued` on one shard, for lanes it holds."""
     pipe = queue.connection.pipeline(transaction=False)
     for lane in lanes:
         pipe.zrange(queue.keys.pending(lane), 0, 0)
@@ -144,7 +146,7 @@ def oldest_enqueued(queue: AnyQueue, lanes: Sequence[str]) -> dict[str, int | No
     pipe = queue.connection.pipeline(transaction=False)
     for head in heads:
         if head is not None:
-            pipe.hget(queue.keys.job(head), "enq")
+            pipe.hget(queue.keys.job(head), Row.ENQUEUED)
     enqueued = iter(pipe.execute() if any(heads) else [])
     return {
         lane: None if head is None else _ms(next(enqueued))
@@ -173,8 +175,12 @@ def overview(queue: AnyQueue, ring_count: int = 10) -> Overview:
     """
     if ring_count < 1:
         raise ValueError(f"ring_count must be >= 1, not {ring_count}")
-    if not isinstance(queue, Queue):
-        return _merged([overview(shard, ring_count) for shard in shards_of(queue)], ring_count)
+    parts = [_overview_of(shard, ring_count) for shard in queue.shards]
+    return parts[0] if len(parts) == 1 else _merged(parts, ring_count)
+
+
+def _overview_of(queue: Queue, ring_count: int) -> Overview:
+    """:func:`overview` of one shard."""
     k = queue.keys
     pipe = queue.connection.pipeline(transaction=False)
     pipe.lrange(k.ring, 0, ring_count - 1)

@@ -1,133 +1,74 @@
-"""A queue of fair lanes: the engine's public surface.
+"""A queue of fair lanes on one Valkey server: the engine's public surface.
 
 Every state change is one Lua script (see ``django_emq/engine/lua/``); reads are
-plain commands, pipelined so each public call is one round trip.
+plain commands, pipelined so each public call is one round trip. The calls are
+spread over small parts: the keyword forms (:mod:`.api`), lane control and dead
+jobs (:mod:`.control`), the reads (:mod:`.reads`) and the values they speak in
+(:mod:`.records`); this module holds the job's path through the queue.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import socket
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import redis
 from redis.exceptions import NoScriptError, RedisClusterException
 
 from . import calls
-from .exceptions import EnqueueError, JobError, check_code, refusal
+from .api import QueueAPI
+from .control import BATCH, LaneControl
+from .exceptions import EnqueueError, JobError, check_code
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .keys import QueueKeys
-from .payload import DEFAULT_MAX_PAYLOAD, decode, encode_arguments, encode_result, text
+from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text
+from .reads import QueueReads
+from .records import (
+    CLAIM_STRIDE,
+    MAX_BATCH,
+    MAX_WEIGHT,
+    RUN_AFTER_PAST_LIMIT,
+    WORKER_ID_RE,
+    Claim,
+    ClaimRequest,
+    Enqueued,
+    JobSpec,
+    LaneInfo,
+    Totals,
+    default_worker_id,
+    encode_outcomes,
+    parse_claims,
+    positive_int,
+    refusals,
+    run_after_ms,
+)
 from .scripts import Scripts
 
 if TYPE_CHECKING:
     from .client import Client
 
-#: Largest weight a lane may carry: one turn serves at most this many of its jobs.
-MAX_WEIGHT = 1000
-#: How far in the past a ``run_after`` may be before it is taken for a mistake.
-RUN_AFTER_PAST_LIMIT = timedelta(days=1)
-WORKER_ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
-#: Entries per job in the claim script's flat reply.
-CLAIM_STRIDE = 11
-#: Batch size of the looping maintenance calls (reap, promote, drain).
-BATCH = 500
-#: Most outcomes one ``complete_many`` call records.
-MAX_BATCH = 1000
+__all__ = [
+    "BATCH",
+    "CLAIM_STRIDE",
+    "MAX_BATCH",
+    "MAX_WEIGHT",
+    "RUN_AFTER_PAST_LIMIT",
+    "WORKER_ID_RE",
+    "Claim",
+    "ClaimRequest",
+    "Enqueued",
+    "JobSpec",
+    "LaneInfo",
+    "Queue",
+    "Totals",
+    "default_worker_id",
+    "encode_outcomes",
+    "run_after_ms",
+]
 
 
-def default_worker_id() -> str:
-    """``host:pid`` — what a worker records on the jobs it claims."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-@dataclass(frozen=True, slots=True)
-class Enqueued:
-    """What enqueue answers: the job id, its state, whether it existed already,
-    and the row's enqueue time (the server's clock, epoch ms)."""
-
-    job_id: str
-    state: str
-    duplicate: bool
-    enqueued_ms: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """One claimed job. ``token`` (its attempt number) fences every later call."""
-
-    job_id: str
-    lane: str
-    token: int
-    task_path: str
-    args: list[Any]
-    kwargs: dict[str, Any]
-    enqueued_ms: int
-    deadline_ms: int
-    worker_ids: tuple[str, ...] = ()
-    started_ms: int = 0
-    #: Times its lease expired before (a worker died or froze running it). Such a
-    #: job ends its claim, and a worker records what it finished before running it.
-    expiries: int = 0
-    #: Why the job cannot run (its row is corrupt: a field missing or unreadable);
-    #: ``None`` for a sound job. A worker makes such a job dead at once.
-    defect: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LaneInfo:
-    """One lane as the observability calls see it."""
-
-    lane: str
-    depth: int
-    inflight: int
-    ceiling: int | None
-    weight: int
-    paused: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Totals:
-    """Queue-wide counts, each read in O(1)."""
-
-    pending: int
-    active: int
-    scheduled: int
-    dead: int
-    lanes: int
-    ring: int
-
-
-def _int(value: Any, default: int = 0) -> int:
-    return default if value is None else int(value)
-
-
-def _positive_int(name: str, value: object, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
-    if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be at most {maximum}, not {value}")
-    return value
-
-
-def run_after_ms(run_after: datetime | None) -> int:
-    """Epoch milliseconds for ``run_after``; 0 means now. Refuses naive or stale times."""
-    if run_after is None:
-        return 0
-    if not isinstance(run_after, datetime):
-        raise ValueError(f"run_after must be a datetime, not {type(run_after).__name__}")
-    if run_after.tzinfo is None or run_after.utcoffset() is None:
-        raise ValueError("run_after must be timezone-aware (use django.utils.timezone.now())")
-    if run_after < datetime.now(UTC) - RUN_AFTER_PAST_LIMIT:
-        raise ValueError(f"run_after {run_after.isoformat()} is more than a day in the past")
-    return int(run_after.timestamp() * 1000)
-
-
-class Queue:
+class Queue(QueueAPI, LaneControl, QueueReads):
     """One queue of fair lanes on one Valkey server.
 
     ``result_ttl`` is how long a finished job's row (its result) is kept,
@@ -149,11 +90,13 @@ class Queue:
         self.name = name
         self.keys = QueueKeys(name)
         self.connection = connection
-        self.max_attempts = _positive_int("max_attempts", max_attempts)
-        self.max_expiries = _positive_int("max_expiries", max_expiries)
+        self.max_attempts = positive_int("max_attempts", max_attempts)
+        self.max_expiries = positive_int("max_expiries", max_expiries)
         self.result_ttl_ms = int(result_ttl.total_seconds() * 1000)
         self.max_payload = max_payload
         self._scripts = Scripts(connection)
+        #: A plain queue is a sharded queue of one.
+        self.shards: tuple[Queue, ...] = (self,)
 
     def __repr__(self) -> str:
         return f"<Queue {self.name!r}>"
@@ -161,84 +104,55 @@ class Queue:
     def _run(self, call: calls.Call, client: Any = None) -> Any:
         return self._scripts(call.script, call.keys, call.args, client)
 
+    # -- routing: a plain queue is its only shard ------------------------------
+
+    def shard_for_lane(self, lane: str) -> Queue:
+        """The queue that holds ``lane``: this one."""
+        return self
+
+    def shard_for_job(self, job_id: str) -> Queue:
+        """The queue job ``job_id`` was enqueued on: this one."""
+        return self
+
     # -- enqueue -----------------------------------------------------------
 
-    def _prepare(
-        self,
-        lane: str,
-        task_path: str,
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any] | None,
-        job_id: str | None,
-        run_after: datetime | None,
-        max_attempts: int | None,
-        meta: Mapping[str, Any] | None,
-    ) -> calls.Call:
-        validate_lane(lane)
-        validate_task_path(task_path)
-        job_id = mint_job_id() if job_id is None else validate_job_id(job_id)
-        attempts = self.max_attempts if max_attempts is None else max_attempts
-        _positive_int("max_attempts", attempts)
-        args_json, kwargs_json = encode_arguments(args, kwargs, self.max_payload)
-        meta_json = "" if not meta else encode_result(dict(meta))
+    def prepare(self, spec: JobSpec) -> calls.Call:
+        """The enqueue call for ``spec``, checked and encoded; raises on bad input
+        (nothing has been sent then)."""
+        validate_lane(spec.lane)
+        validate_task_path(spec.task_path)
+        job_id = mint_job_id() if spec.job_id is None else validate_job_id(spec.job_id)
+        attempts = self.max_attempts if spec.max_attempts is None else spec.max_attempts
+        positive_int("max_attempts", attempts)
+        args_json, kwargs_json = encode_arguments(spec.args, spec.kwargs, self.max_payload)
+        meta_json = "" if not spec.meta else encode_result(dict(spec.meta))
         return calls.enqueue(
             self.keys,
             job_id,
-            lane,
-            task_path,
+            spec.lane,
+            spec.task_path,
             args_json,
             kwargs_json,
             attempts,
-            run_after_ms(run_after),
+            run_after_ms(spec.run_after),
             meta_json,
         )
 
-    def enqueue(
-        self,
-        lane: str,
-        task_path: str,
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-        *,
-        job_id: str | None = None,
-        run_after: datetime | None = None,
-        max_attempts: int | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> Enqueued:
-        """Enqueue one job on ``lane``. Everything is validated before anything is written.
-
-        An existing ``job_id`` answers ``duplicate=True`` and changes nothing.
-        Raises ``ValueError``/``InvalidArguments`` for bad input and
-        ``EnqueueError`` when the server cannot be reached or refuses the write
-        (out of memory, a read-only replica, an ACL that forbids it).
-        """
-        call = self._prepare(lane, task_path, args, kwargs, job_id, run_after, max_attempts, meta)
+    def enqueue_spec(self, spec: JobSpec) -> Enqueued:
+        """:meth:`enqueue` of one :class:`JobSpec`."""
+        call = self.prepare(spec)
         try:
             reply = self._run(call)
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
-        return _enqueued(call, reply)
+        return Enqueued.of(str(call.args[0]), reply)
 
-    def enqueue_many(self, jobs: Iterable[Mapping[str, Any]]) -> list[Enqueued]:
-        """Enqueue many jobs in one round trip. Each item holds ``enqueue``'s arguments
-        by name (``lane``, ``task_path``, ``args``, ``kwargs``, ``job_id``, ...).
+    def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
+        """:meth:`enqueue_many` of :class:`JobSpec` values."""
+        return self.send_prepared([self.prepare(spec) for spec in specs])
 
-        Every job is validated first: one bad job refuses the whole batch and
-        nothing is written. Each job is then admitted atomically on its own.
-        """
-        prepared = [
-            self._prepare(
-                job["lane"],
-                job["task_path"],
-                job.get("args", ()),
-                job.get("kwargs"),
-                job.get("job_id"),
-                job.get("run_after"),
-                job.get("max_attempts"),
-                job.get("meta"),
-            )
-            for job in jobs
-        ]
+    def send_prepared(self, prepared: Sequence[calls.Call]) -> list[Enqueued]:
+        """Run enqueue calls from :meth:`prepare` in one round trip."""
         if not prepared:
             return []
         pipe = self.connection.pipeline(transaction=False)
@@ -263,7 +177,10 @@ class Queue:
                 raise self._enqueue_error(reply) from reply
             if isinstance(reply, Exception):
                 raise reply
-        return [_enqueued(call, reply) for call, reply in zip(prepared, replies, strict=True)]
+        return [
+            Enqueued.of(str(call.args[0]), reply)
+            for call, reply in zip(prepared, replies, strict=True)
+        ]
 
     def _enqueue_error(self, exc: Exception) -> EnqueueError:
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | RedisClusterException):
@@ -272,35 +189,17 @@ class Queue:
 
     # -- the worker's side ---------------------------------------------------
 
-    def claim(
-        self,
-        lease_ms: int,
-        *,
-        turns: int = 1,
-        worker_id: str | None = None,
-        max_jobs: int | None = None,
-    ) -> list[Claim] | None:
-        """Take the next turn(s) of the ring; ``None`` when no lane is serviceable.
+    def claim_shard(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
+        """:meth:`claim` answered with the queue the claims came from (this one)."""
+        claims = parse_claims(self._run(self._claim_call(request)))
+        return (self, claims) if claims else None
 
-        One turn serves the lane the ring lands on: one job, or up to its
-        weight. ``turns > 1`` takes that many consecutive turns in one round
-        trip (the rotation order is the same as that many single claims).
-        ``max_jobs`` caps the jobs returned in all (a worker passes its free
-        slots); a weighted turn cut short by it just serves fewer jobs.
-        """
-        flat = self._run(self._claim_call(lease_ms, turns, worker_id, max_jobs))
-        return _claims(flat) or None
-
-    def _claim_call(
-        self, lease_ms: int, turns: int, worker_id: str | None, max_jobs: int | None
-    ) -> calls.Call:
-        _positive_int("lease_ms", lease_ms)
-        _positive_int("turns", turns, MAX_WEIGHT)
-        limit = turns * MAX_WEIGHT if max_jobs is None else _positive_int("max_jobs", max_jobs)
-        worker = worker_id or default_worker_id()
-        if not WORKER_ID_RE.fullmatch(worker):
-            raise ValueError(f"{worker!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
-        return calls.claim(self.keys, lease_ms, turns, worker, limit)
+    def _claim_call(self, request: ClaimRequest) -> calls.Call:
+        checked = request.checked()
+        assert checked.max_jobs is not None  # filled in by checked()
+        return calls.claim(
+            self.keys, checked.lease_ms, checked.turns, checked.worker, checked.max_jobs
+        )
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
         """Record success; raises ``StaleToken`` if the lease moved on (nothing changes)."""
@@ -318,13 +217,17 @@ class Queue:
         an attempt number, more than ``MAX_BATCH`` jobs) raises before anything
         is sent.
         """
-        call = self._complete_call(outcomes)
+        call = self.complete_call(encode_outcomes(outcomes))
         if call is None:
             return []
-        return _refusals(call, self._run(call))
+        return self.record(call)
 
-    def _complete_call(self, outcomes: Sequence[tuple[str, int, Any]]) -> calls.Call | None:
-        encoded = encode_outcomes(outcomes)
+    def record(self, call: calls.Call) -> list[JobError | None]:
+        """Run a complete call from :meth:`complete_call`; the refusals, in order."""
+        return refusals(call.args[2::3], self._run(call))
+
+    def complete_call(self, encoded: Sequence[tuple[str, int, str]]) -> calls.Call | None:
+        """The complete call for outcomes from :func:`encode_outcomes`."""
         return calls.complete(self.keys, encoded, self.result_ttl_ms) if encoded else None
 
     def complete_then_claim(
@@ -371,8 +274,8 @@ class Queue:
         than raised so the claims, whose leases are held, are never dropped. A
         connection lost before any reply raises, as in :meth:`complete_then_claim`.
         """
-        take = self._claim_call(lease_ms, turns, worker_id, max_jobs)
-        done = self._complete_call(outcomes)
+        take = self._claim_call(ClaimRequest(lease_ms, turns, worker_id, max_jobs))
+        done = self.complete_call(encode_outcomes(outcomes))
         pipe = self.connection.pipeline(transaction=False)
         if done is not None:
             self._scripts.pipelined(done.script, done.keys, done.args, pipe)
@@ -392,12 +295,12 @@ class Queue:
                 take_reply = self._run(take)
             except redis.RedisError:  # the outcomes are recorded: claim again later
                 take_reply = None
-        claims = [] if isinstance(take_reply, Exception) else _claims(take_reply)
+        claims = [] if isinstance(take_reply, Exception) else parse_claims(take_reply)
         if done is None:
             return claims, []
         if isinstance(done_reply, Exception):
             return claims, [done_reply] * len(outcomes)
-        return claims, list(_refusals(done, done_reply or []))
+        return claims, list(refusals(done.args[2::3], done_reply or []))
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of
@@ -415,7 +318,7 @@ class Queue:
 
     def extend(self, job_id: str, token: int, lease_ms: int) -> int:
         """Push the lease to server time + ``lease_ms``; returns the new deadline (ms)."""
-        _positive_int("lease_ms", lease_ms)
+        positive_int("lease_ms", lease_ms)
         reply = self._run(calls.extend(self.keys, job_id, token, lease_ms))
         check_code(reply, job_id)
         return int(reply)
@@ -449,230 +352,3 @@ class Queue:
             total += int(count)
             if int(count) < BATCH:
                 return total, (None if int(next_due) < 0 else int(next_due))
-
-    # -- lane control -------------------------------------------------------
-
-    def pause(self, lane: str) -> bool:
-        """Take the lane off the ring; returns False if it was paused already."""
-        return bool(self._run(calls.pause(self.keys, validate_lane(lane), True)))
-
-    def resume(self, lane: str) -> bool:
-        """Put a paused lane back; returns False if it was not paused."""
-        return bool(self._run(calls.pause(self.keys, validate_lane(lane), False)))
-
-    def set_limit(self, lane: str, ceiling: int | None) -> None:
-        """Set the lane's concurrency ceiling (``None`` removes it)."""
-        if ceiling is not None:
-            _positive_int("ceiling", ceiling)
-        self._run(calls.set_limit(self.keys, validate_lane(lane), ceiling))
-
-    def set_weight(self, lane: str, weight: int) -> None:
-        """Serve up to ``weight`` of the lane's jobs per turn (1 is the default)."""
-        _positive_int("weight", weight, MAX_WEIGHT)
-        self._run(calls.set_weight(self.keys, validate_lane(lane), weight))
-
-    def drain(self, lane: str) -> int:
-        """Delete the lane's pending jobs; keeps its settings and in-flight jobs.
-        Works in batches, so a deep lane never blocks the server; returns the count."""
-        validate_lane(lane)
-        total = 0
-        while True:
-            deleted, remaining = self._run(calls.drain(self.keys, lane, BATCH))
-            total += int(deleted)
-            if int(remaining) == 0 or int(deleted) == 0:
-                return total
-
-    def move(self, job_id: str, lane: str) -> bool:
-        """Move a pending or scheduled job to ``lane``, keeping its mint place.
-        Returns False if it was in that lane already."""
-        validate_job_id(job_id)
-        reply = self._run(calls.move(self.keys, job_id, validate_lane(lane)))
-        check_code(reply, job_id)
-        return bool(reply)
-
-    # -- dead jobs ----------------------------------------------------------
-
-    def retry_dead(self, job_ids: Iterable[str] | None = None, *, lane: str | None = None) -> int:
-        """Send dead jobs back to their lanes at their mint place, failures reset.
-
-        ``job_ids`` names them (only those of ``lane`` when a lane is given);
-        ``job_ids=None`` with a lane takes every dead job of the lane. Ids that
-        are not dead jobs are skipped. Returns how many were retried.
-        """
-        return self._dead(calls.retry_dead, job_ids, lane)
-
-    def delete_dead(self, job_ids: Iterable[str] | None = None, *, lane: str | None = None) -> int:
-        """Delete dead jobs, rows included; chosen as :meth:`retry_dead` chooses them.
-        Returns how many were deleted."""
-        return self._dead(calls.delete_dead, job_ids, lane)
-
-    def _dead(
-        self,
-        build: Callable[[QueueKeys, str, int, list[str]], calls.Call],
-        job_ids: Iterable[str] | None,
-        lane: str | None,
-    ) -> int:
-        lane_arg = "" if lane is None else validate_lane(lane)
-        total = 0
-        if job_ids is None:
-            if lane is None:
-                raise ValueError("name the dead jobs: give job ids, a lane, or both")
-            while True:  # batches, so a lane with many dead jobs never blocks the server
-                done, remaining = self._run(build(self.keys, lane_arg, BATCH, []))
-                total += int(done)
-                if int(remaining) == 0 or int(done) == 0:
-                    return total
-        ids = [validate_job_id(job_id) for job_id in job_ids]
-        for i in range(0, len(ids), BATCH):
-            done, _ = self._run(build(self.keys, lane_arg, BATCH, ids[i : i + BATCH]))
-            total += int(done)
-        return total
-
-    # -- observability --------------------------------------------------------
-
-    def depth(self, lane: str) -> int:
-        """Pending jobs in ``lane``."""
-        return int(self.connection.zcard(self.keys.pending(lane)))
-
-    def totals(self) -> Totals:
-        """Queue-wide counts in one round trip, each O(1)."""
-        k = self.keys
-        pipe = self.connection.pipeline(transaction=False)
-        pipe.hget(k.stats, "pending")
-        for key in (k.active, k.schedule, k.dead, k.depths):
-            pipe.zcard(key)
-        pipe.llen(k.ring)
-        pending, active, scheduled, dead, lanes, ring = pipe.execute()
-        return Totals(_int(pending), active, scheduled, dead, lanes, ring)
-
-    def lanes(self, top: int = 50, offset: int = 0) -> list[LaneInfo]:
-        """The ``top`` deepest lanes from ``offset``, deepest first, read from the
-        depth index (two round trips, whatever the number of lanes)."""
-        _positive_int("top", top, 10_000)
-        k = self.keys
-        ranked: list[tuple[bytes, float]] = self.connection.zrevrange(  # type: ignore[assignment]
-            k.depths, offset, offset + top - 1, withscores=True
-        )
-        return self._describe([(text(lane), int(depth)) for lane, depth in ranked])
-
-    def lane(self, lane: str) -> LaneInfo:
-        """One lane's depth, in-flight count and settings."""
-        return self._describe([(validate_lane(lane), self.depth(lane))])[0]
-
-    def lanes_named(self, names: Sequence[str]) -> list[LaneInfo]:
-        """The named lanes in the order given, empty ones too (two round trips)."""
-        names = [validate_lane(lane) for lane in names]
-        if not names:
-            return []
-        depths = self.connection.zmscore(self.keys.depths, names)
-        return self._describe([(lane, _int(d)) for lane, d in zip(names, depths, strict=True)])
-
-    def _describe(self, ranked: list[tuple[str, int]]) -> list[LaneInfo]:
-        if not ranked:
-            return []
-        k = self.keys
-        names = [lane for lane, _ in ranked]
-        pipe = self.connection.pipeline(transaction=False)
-        for key in (k.inflight, k.ceilings, k.weights):
-            pipe.hmget(key, names)
-        pipe.smismember(k.paused, names)
-        inflight, ceilings, weights, paused = pipe.execute()
-        return [
-            LaneInfo(
-                lane,
-                depth,
-                _int(inflight[i]),
-                None if ceilings[i] is None else int(ceilings[i]),
-                _int(weights[i], 1),
-                bool(paused[i]),
-            )
-            for i, (lane, depth) in enumerate(ranked)
-        ]
-
-    def job(self, job_id: str) -> dict[str, str] | None:
-        """The job's row as text fields, or ``None`` if there is none."""
-        row = self.connection.hgetall(self.keys.job(job_id))
-        return {text(f): text(v) for f, v in row.items()} if row else None
-
-
-def _enqueued(call: calls.Call, reply: Sequence[Any]) -> Enqueued:
-    """What the enqueue script's reply ``{new?, state, enq}`` stands for."""
-    return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0, _int(reply[2]))
-
-
-def _lenient_int(value: Any) -> int:
-    """A timestamp kept on a row; 0 when it is missing or unreadable."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
-
-
-def encode_outcomes(outcomes: Sequence[tuple[str, int, Any]]) -> list[tuple[str, int, str]]:
-    """Check ``(job_id, token, result)`` outcomes and encode their results;
-    raises on bad input (nothing has been sent then)."""
-    if isinstance(outcomes, str | bytes) or not isinstance(outcomes, Sequence):
-        raise TypeError("outcomes must be a sequence of (job_id, token, result) tuples")
-    if len(outcomes) > MAX_BATCH:
-        raise ValueError(f"at most {MAX_BATCH} outcomes per call, not {len(outcomes)}")
-    encoded: list[tuple[str, int, str]] = []
-    for entry in outcomes:
-        if not isinstance(entry, tuple) or len(entry) != 3:
-            raise TypeError(f"each outcome is a (job_id, token, result) tuple, not {entry!r}")
-        job_id, token, result = entry
-        if not isinstance(job_id, str) or not job_id:
-            raise ValueError(f"job_id must be a non-empty str, not {job_id!r}")
-        _positive_int("token", token)
-        encoded.append((job_id, token, encode_result(result)))
-    return encoded
-
-
-def _claims(flat: Sequence[Any] | None) -> list[Claim]:
-    """The claim script's flat reply, job by job."""
-    if not flat:
-        return []
-    return [_claim(flat[i : i + CLAIM_STRIDE]) for i in range(0, len(flat), CLAIM_STRIDE)]
-
-
-def _refusals(call: calls.Call, codes: Sequence[int]) -> list[JobError | None]:
-    """The complete script's codes, one per job of ``call``, as refusals."""
-    ids = call.args[2::3]
-    return [refusal(code, str(job_id)) for code, job_id in zip(codes, ids, strict=True)]
-
-
-def _claim(entry: Sequence[Any]) -> Claim:
-    """One job of the claim script's reply. A row edited by hand may lack fields
-    or hold unreadable ones: the claim then names its ``defect`` instead of
-    raising, so one corrupt row cannot take the worker down."""
-    job_id, lane, token, task, args, kwargs, enqueued, deadline, workers, started, expiries = entry
-    problems = []
-    if task is None or not text(task):
-        problems.append("no task path")
-    try:
-        args = decode(args)
-    except ValueError:
-        args = None
-        problems.append("args are not JSON")
-    try:
-        kwargs = decode(kwargs)
-    except ValueError:
-        kwargs = None
-        problems.append("kwargs are not JSON")
-    if not isinstance(args, list | None):
-        problems.append(f"args are a JSON {type(args).__name__}, not a list")
-    if not isinstance(kwargs, dict | None):
-        problems.append(f"kwargs are a JSON {type(kwargs).__name__}, not an object")
-    return Claim(
-        job_id=text(job_id),
-        lane=text(lane),
-        token=int(token),
-        task_path="" if task is None else text(task),
-        args=args if isinstance(args, list) else [],
-        kwargs=kwargs if isinstance(kwargs, dict) else {},
-        enqueued_ms=_lenient_int(enqueued),
-        deadline_ms=int(deadline),
-        worker_ids=tuple(text(workers).split(",")),
-        started_ms=_lenient_int(started),
-        expiries=int(expiries),
-        defect=f"corrupt job row: {'; '.join(problems)}" if problems else None,
-    )

@@ -8,7 +8,8 @@ pause, ceiling and weight live where its jobs are. A claim takes the shards in
 turn: one that has nothing to serve is passed over at once, never waited on.
 
 :class:`ShardedQueue` answers the calls of :class:`~django_emq.engine.queue.Queue`
-but the worker's one-round-trip pairs (``complete_then_claim``,
+(the keyword forms of :mod:`.api` over the same typed values), but the
+worker's one-round-trip pairs (``complete_then_claim``,
 ``complete_many_then_claim``: a worker claims from the shards themselves).
 Calls that name a lane go to its shard; calls that name a job find the shard
 in the job id (``<id>.s<k>``; ``complete_many`` sends one call per shard);
@@ -18,16 +19,17 @@ totals and the deepest lanes merge the shards' answers.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from . import calls
+from .api import QueueAPI
 from .exceptions import UNAVAILABLE, JobError, JobNotFound
 from .ids import mint_job_id, validate_job_id, validate_lane
 from .payload import text
 from .placement import job_id_on, job_shard, lane_shard, shard_tags
-from .queue import Claim, Enqueued, LaneInfo, Queue, Totals, _refusals, encode_outcomes
+from .queue import Queue
+from .records import Claim, ClaimRequest, Enqueued, JobSpec, LaneInfo, Totals, encode_outcomes
 
 if TYPE_CHECKING:
     from .client import Client
@@ -39,7 +41,7 @@ MAX_TOP = 10_000
 HOLD_OFF = 1.0
 
 
-class ShardedQueue:
+class ShardedQueue(QueueAPI):
     """Queue ``name`` spread over ``shards`` shards; options as for :class:`Queue`."""
 
     def __init__(
@@ -71,91 +73,44 @@ class ShardedQueue:
             raise JobNotFound(job_id, f"no such job: its id names no shard of {self.name!r}")
         return self.shards[shard]
 
-    def _marked(self, lane: str, job_id: str | None) -> tuple[Queue, str]:
-        shard = lane_shard(lane, len(self.shards))
-        return self.shards[shard], job_id_on(mint_job_id() if job_id is None else job_id, shard)
+    def _marked(self, spec: JobSpec) -> tuple[Queue, JobSpec]:
+        """The lane's shard and ``spec`` with its job id marked for it (``.s<k>``)."""
+        shard = lane_shard(spec.lane, len(self.shards))
+        job_id = mint_job_id() if spec.job_id is None else spec.job_id
+        return self.shards[shard], replace(spec, job_id=job_id_on(job_id, shard))
 
     # -- enqueue -------------------------------------------------------------
 
-    def enqueue(
-        self,
-        lane: str,
-        task_path: str,
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-        *,
-        job_id: str | None = None,
-        run_after: datetime | None = None,
-        max_attempts: int | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> Enqueued:
+    def enqueue_spec(self, spec: JobSpec) -> Enqueued:
         """:meth:`Queue.enqueue` on the lane's shard. The job id answered (and a
         given ``job_id``) carries the shard's mark, ``.s<k>``."""
-        shard, marked = self._marked(lane, job_id)
-        return shard.enqueue(
-            lane,
-            task_path,
-            args,
-            kwargs,
-            job_id=marked,
-            run_after=run_after,
-            max_attempts=max_attempts,
-            meta=meta,
-        )
+        shard, marked = self._marked(spec)
+        return shard.enqueue_spec(marked)
 
-    def enqueue_many(self, jobs: Iterable[Mapping[str, Any]]) -> list[Enqueued]:
+    def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
         """:meth:`Queue.enqueue_many`, one round trip per shard. Every job is
-        validated before any is written: one bad job refuses the whole batch."""
-        routed: list[tuple[Queue, dict[str, Any]]] = []
-        for job in jobs:
-            shard, marked = self._marked(job["lane"], job.get("job_id"))
-            routed.append((shard, {**job, "job_id": marked}))
-        for shard, job in routed:  # raises before anything is written
-            shard._prepare(
-                job["lane"],
-                job["task_path"],
-                job.get("args", ()),
-                job.get("kwargs"),
-                job["job_id"],
-                job.get("run_after"),
-                job.get("max_attempts"),
-                job.get("meta"),
-            )
+        checked and encoded (once) before any is written: one bad job refuses
+        the whole batch."""
+        routed = []
+        for spec in specs:
+            shard, marked = self._marked(spec)
+            routed.append((shard, shard.prepare(marked)))
         answers: list[Enqueued | None] = [None] * len(routed)
         for shard in self.shards:
             places = [i for i, (owner, _) in enumerate(routed) if owner is shard]
             if places:
-                done = shard.enqueue_many(routed[i][1] for i in places)
+                done = shard.send_prepared([routed[i][1] for i in places])
                 for i, enqueued in zip(places, done, strict=True):
                     answers[i] = enqueued
         return [enqueued for enqueued in answers if enqueued is not None]
 
     # -- the worker's side -----------------------------------------------------
 
-    def claim(
-        self,
-        lease_ms: int,
-        *,
-        turns: int = 1,
-        worker_id: str | None = None,
-        max_jobs: int | None = None,
-    ) -> list[Claim] | None:
-        """:meth:`Queue.claim` on the next shard in turn that has something to serve."""
-        found = self.claim_shard(lease_ms, turns=turns, worker_id=worker_id, max_jobs=max_jobs)
-        return None if found is None else found[1]
-
-    def claim_shard(
-        self,
-        lease_ms: int,
-        *,
-        turns: int = 1,
-        worker_id: str | None = None,
-        max_jobs: int | None = None,
-    ) -> tuple[Queue, list[Claim]] | None:
+    def claim_shard(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
         """Claim from the shards in turn (see :class:`Rotation`): an empty shard,
         or one whose node cannot answer, is passed over at once. Answers the
         shard with its claims, ``None`` when no shard has a serviceable lane."""
-        return self._rotation.claim(lease_ms, turns=turns, worker_id=worker_id, max_jobs=max_jobs)
+        return self._rotation.claim_request(request)
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
         self.shard_for_job(job_id).complete(job_id, token, result)
@@ -175,8 +130,10 @@ class ShardedQueue:
                 continue
             groups.setdefault(id(shard), (shard, []))[1].append(i)
         for shard, places in groups.values():
-            call = calls.complete(shard.keys, [encoded[i] for i in places], shard.result_ttl_ms)
-            for i, refusal in zip(places, _refusals(call, shard._run(call)), strict=True):
+            call = shard.complete_call([encoded[i] for i in places])
+            if call is None:
+                continue
+            for i, refusal in zip(places, shard.record(call), strict=True):
                 answers[i] = refusal
         return answers
 
@@ -331,28 +288,12 @@ def open_queue(name: str, *, connection: Client, shards: int = 1, **options: Any
 
 def shards_of(queue: AnyQueue) -> tuple[Queue, ...]:
     """Every plain queue behind ``queue`` (itself, for a plain queue)."""
-    return queue.shards if isinstance(queue, ShardedQueue) else (queue,)
+    return queue.shards
 
 
 def home_of(queue: AnyQueue, lane: str) -> Queue:
     """The plain queue that holds ``lane``."""
-    return queue.shard_for_lane(lane) if isinstance(queue, ShardedQueue) else queue
-
-
-def claim_from(
-    queue: AnyQueue,
-    lease_ms: int,
-    *,
-    turns: int = 1,
-    worker_id: str | None = None,
-    max_jobs: int | None = None,
-) -> tuple[Queue, list[Claim]] | None:
-    """Claim from ``queue`` (a sharded one: from its next shard in turn); answers
-    the plain queue the claims came from, so outcomes go straight to it."""
-    if isinstance(queue, ShardedQueue):
-        return queue.claim_shard(lease_ms, turns=turns, worker_id=worker_id, max_jobs=max_jobs)
-    claims = queue.claim(lease_ms, turns=turns, worker_id=worker_id, max_jobs=max_jobs)
-    return (queue, claims) if claims else None
+    return queue.shard_for_lane(lane)
 
 
 class Rotation:
@@ -381,6 +322,10 @@ class Rotation:
         worker_id: str | None = None,
         max_jobs: int | None = None,
     ) -> tuple[Queue, list[Claim]] | None:
+        """:meth:`claim_request` with the request's fields by name."""
+        return self.claim_request(ClaimRequest(lease_ms, turns, worker_id, max_jobs))
+
+    def claim_request(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
         """The next queue in turn's claims, with the plain queue they came from;
         ``None`` when no queue has anything to serve (one round trip per queue
         tried). Raises the last error seen when no queue could answer."""
@@ -393,13 +338,7 @@ class Rotation:
             if away is not None and away[0] > now:
                 continue
             try:
-                found = claim_from(
-                    self.queues[index],
-                    lease_ms,
-                    turns=turns,
-                    worker_id=worker_id,
-                    max_jobs=max_jobs,
-                )
+                found = self.queues[index].claim_shard(request)
             except UNAVAILABLE as exc:
                 if count == 1:  # nothing else to serve meanwhile: no hold-off
                     raise

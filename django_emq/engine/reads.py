@@ -1,0 +1,86 @@
+"""The observability reads of one queue: plain commands, pipelined, each call
+one or two round trips whatever the number of lanes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .ids import validate_lane
+from .keys import QueueKeys
+from .payload import text
+from .records import LaneInfo, Totals, as_int, positive_int
+
+if TYPE_CHECKING:
+    from .client import Client
+
+
+class QueueReads:
+    """Depths, totals, the deepest lanes and job rows, for :class:`Queue`."""
+
+    keys: QueueKeys
+    connection: Client
+
+    def depth(self, lane: str) -> int:
+        """Pending jobs in ``lane``."""
+        return int(self.connection.zcard(self.keys.pending(lane)))
+
+    def totals(self) -> Totals:
+        """Queue-wide counts in one round trip, each O(1)."""
+        k = self.keys
+        pipe = self.connection.pipeline(transaction=False)
+        pipe.hget(k.stats, "pending")
+        for key in (k.active, k.schedule, k.dead, k.depths):
+            pipe.zcard(key)
+        pipe.llen(k.ring)
+        pending, active, scheduled, dead, lanes, ring = pipe.execute()
+        return Totals(as_int(pending), active, scheduled, dead, lanes, ring)
+
+    def lanes(self, top: int = 50, offset: int = 0) -> list[LaneInfo]:
+        """The ``top`` deepest lanes from ``offset``, deepest first, read from the
+        depth index (two round trips, whatever the number of lanes)."""
+        positive_int("top", top, 10_000)
+        k = self.keys
+        ranked: list[tuple[bytes, float]] = self.connection.zrevrange(  # type: ignore[assignment]
+            k.depths, offset, offset + top - 1, withscores=True
+        )
+        return self._describe([(text(lane), int(depth)) for lane, depth in ranked])
+
+    def lane(self, lane: str) -> LaneInfo:
+        """One lane's depth, in-flight count and settings."""
+        return self._describe([(validate_lane(lane), self.depth(lane))])[0]
+
+    def lanes_named(self, names: Sequence[str]) -> list[LaneInfo]:
+        """The named lanes in the order given, empty ones too (two round trips)."""
+        names = [validate_lane(lane) for lane in names]
+        if not names:
+            return []
+        depths = self.connection.zmscore(self.keys.depths, names)
+        return self._describe([(lane, as_int(d)) for lane, d in zip(names, depths, strict=True)])
+
+    def _describe(self, ranked: list[tuple[str, int]]) -> list[LaneInfo]:
+        if not ranked:
+            return []
+        k = self.keys
+        names = [lane for lane, _ in ranked]
+        pipe = self.connection.pipeline(transaction=False)
+        for key in (k.inflight, k.ceilings, k.weights):
+            pipe.hmget(key, names)
+        pipe.smismember(k.paused, names)
+        inflight, ceilings, weights, paused = pipe.execute()
+        return [
+            LaneInfo(
+                lane,
+                depth,
+                as_int(inflight[i]),
+                None if ceilings[i] is None else int(ceilings[i]),
+                as_int(weights[i], 1),
+                bool(paused[i]),
+            )
+            for i, (lane, depth) in enumerate(ranked)
+        ]
+
+    def job(self, job_id: str) -> dict[str, str] | None:
+        """The job's row as text fields, or ``None`` if there is none."""
+        row = self.connection.hgetall(self.keys.job(job_id))
+        return {text(f): text(v) for f, v in row.items()} if row else None

@@ -1,0 +1,257 @@
+"""The typed values the engine takes and answers: a job to enqueue
+(:class:`JobSpec`), a claim to make (:class:`ClaimRequest`), what enqueue and
+claim answer (:class:`Enqueued`, :class:`Claim`), what the observability calls
+answer (:class:`LaneInfo`, :class:`Totals`), and the checks and reply parsing
+every queue shares. One definition each: a plain queue and a sharded queue
+both speak in these.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .exceptions import JobError, refusal
+from .payload import decode, encode_result, text
+
+#: Largest weight a lane may carry: one turn serves at most this many of its jobs.
+MAX_WEIGHT = 1000
+#: How far in the past a ``run_after`` may be before it is taken for a mistake.
+RUN_AFTER_PAST_LIMIT = timedelta(days=1)
+WORKER_ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
+#: Entries per job in the claim script's flat reply.
+CLAIM_STRIDE = 11
+#: Most outcomes one ``complete_many`` call records.
+MAX_BATCH = 1000
+
+
+def default_worker_id() -> str:
+    """``host:pid`` — what a worker records on the jobs it claims."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One job to enqueue: everything ``enqueue`` takes, in one value.
+
+    ``job_id`` (``None``: mint one), ``run_after`` (aware; ``None``: now),
+    ``max_attempts`` (``None``: the queue's) and ``meta`` (kept on the row) are
+    optional. Checked when a queue prepares it, never half-written.
+    """
+
+    lane: str
+    task_path: str
+    args: Sequence[Any] = ()
+    kwargs: Mapping[str, Any] | None = None
+    job_id: str | None = None
+    run_after: datetime | None = None
+    max_attempts: int | None = None
+    meta: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, job: JobSpec | Mapping[str, Any]) -> JobSpec:
+        """A spec from a spec, or from a mapping of ``enqueue``'s arguments by name."""
+        if isinstance(job, JobSpec):
+            return job
+        if not isinstance(job, Mapping):
+            raise TypeError(f"a job is a JobSpec or a mapping, not {type(job).__name__}")
+        unknown = set(job) - set(cls.__slots__)
+        if unknown:
+            raise TypeError(f"unknown job fields: {', '.join(sorted(unknown))}")
+        return cls(**job)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRequest:
+    """One claim: the lease to take, how many turns of the ring, who claims,
+    and the most jobs it may return (a worker passes its free slots)."""
+
+    lease_ms: int
+    turns: int = 1
+    worker_id: str | None = None
+    max_jobs: int | None = None
+    #: Filled in by :meth:`checked`: the worker id recorded on the jobs.
+    worker: str = field(default="", compare=False)
+
+    def checked(self) -> ClaimRequest:
+        """This request validated, with its defaults filled in; ``ValueError`` if bad."""
+        positive_int("lease_ms", self.lease_ms)
+        positive_int("turns", self.turns, MAX_WEIGHT)
+        limit = (
+            self.turns * MAX_WEIGHT
+            if self.max_jobs is None
+            else positive_int("max_jobs", self.max_jobs)
+        )
+        worker = self.worker_id or default_worker_id()
+        if not WORKER_ID_RE.fullmatch(worker):
+            raise ValueError(f"{worker!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
+        return ClaimRequest(self.lease_ms, self.turns, self.worker_id, limit, worker)
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """What enqueue answers: the job id, its state, whether it existed already,
+    and the row's enqueue time (the server's clock, epoch ms)."""
+
+    job_id: str
+    state: str
+    duplicate: bool
+    enqueued_ms: int = 0
+
+    @classmethod
+    def of(cls, job_id: str, reply: Sequence[Any]) -> Enqueued:
+        """What the enqueue script's reply ``{new?, state, enq}`` stands for."""
+        return cls(job_id, text(reply[1]), reply[0] == 0, int(reply[2] or 0))
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One claimed job. ``token`` (its attempt number) fences every later call."""
+
+    job_id: str
+    lane: str
+    token: int
+    task_path: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    enqueued_ms: int
+    deadline_ms: int
+    worker_ids: tuple[str, ...] = ()
+    started_ms: int = 0
+    #: Times its lease expired before (a worker died or froze running it). Such a
+    #: job ends its claim, and a worker records what it finished before running it.
+    expiries: int = 0
+    #: Why the job cannot run (its row is corrupt: a field missing or unreadable);
+    #: ``None`` for a sound job. A worker makes such a job dead at once.
+    defect: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LaneInfo:
+    """One lane as the observability calls see it."""
+
+    lane: str
+    depth: int
+    inflight: int
+    ceiling: int | None
+    weight: int
+    paused: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Queue-wide counts, each read in O(1)."""
+
+    pending: int
+    active: int
+    scheduled: int
+    dead: int
+    lanes: int
+    ring: int
+
+
+def as_int(value: Any, default: int = 0) -> int:
+    return default if value is None else int(value)
+
+
+def positive_int(name: str, value: object, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, not {value}")
+    return value
+
+
+def run_after_ms(run_after: datetime | None) -> int:
+    """Epoch milliseconds for ``run_after``; 0 means now. Refuses naive or stale times."""
+    if run_after is None:
+        return 0
+    if not isinstance(run_after, datetime):
+        raise ValueError(f"run_after must be a datetime, not {type(run_after).__name__}")
+    if run_after.tzinfo is None or run_after.utcoffset() is None:
+        raise ValueError("run_after must be timezone-aware (use django.utils.timezone.now())")
+    if run_after < datetime.now(UTC) - RUN_AFTER_PAST_LIMIT:
+        raise ValueError(f"run_after {run_after.isoformat()} is more than a day in the past")
+    return int(run_after.timestamp() * 1000)
+
+
+def _lenient_int(value: Any) -> int:
+    """A timestamp kept on a row; 0 when it is missing or unreadable."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def encode_outcomes(outcomes: Sequence[tuple[str, int, Any]]) -> list[tuple[str, int, str]]:
+    """Check ``(job_id, token, result)`` outcomes and encode their results;
+    raises on bad input (nothing has been sent then)."""
+    if isinstance(outcomes, str | bytes) or not isinstance(outcomes, Sequence):
+        raise TypeError("outcomes must be a sequence of (job_id, token, result) tuples")
+    if len(outcomes) > MAX_BATCH:
+        raise ValueError(f"at most {MAX_BATCH} outcomes per call, not {len(outcomes)}")
+    encoded: list[tuple[str, int, str]] = []
+    for entry in outcomes:
+        if not isinstance(entry, tuple) or len(entry) != 3:
+            raise TypeError(f"each outcome is a (job_id, token, result) tuple, not {entry!r}")
+        job_id, token, result = entry
+        if not isinstance(job_id, str) or not job_id:
+            raise ValueError(f"job_id must be a non-empty str, not {job_id!r}")
+        positive_int("token", token)
+        encoded.append((job_id, token, encode_result(result)))
+    return encoded
+
+
+def parse_claims(flat: Sequence[Any] | None) -> list[Claim]:
+    """The claim script's flat reply, job by job."""
+    if not flat:
+        return []
+    return [parse_claim(flat[i : i + CLAIM_STRIDE]) for i in range(0, len(flat), CLAIM_STRIDE)]
+
+
+def refusals(job_ids: Sequence[object], codes: Sequence[int]) -> list[JobError | None]:
+    """The complete script's codes, one per job, as refusals."""
+    return [refusal(code, str(job_id)) for code, job_id in zip(codes, job_ids, strict=True)]
+
+
+def parse_claim(entry: Sequence[Any]) -> Claim:
+    """One job of the claim script's reply. A row edited by hand may lack fields
+    or hold unreadable ones: the claim then names its ``defect`` instead of
+    raising, so one corrupt row cannot take the worker down."""
+    job_id, lane, token, task, args, kwargs, enqueued, deadline, workers, started, expiries = entry
+    problems = []
+    if task is None or not text(task):
+        problems.append("no task path")
+    try:
+        args = decode(args)
+    except ValueError:
+        args = None
+        problems.append("args are not JSON")
+    try:
+        kwargs = decode(kwargs)
+    except ValueError:
+        kwargs = None
+        problems.append("kwargs are not JSON")
+    if not isinstance(args, list | None):
+        problems.append(f"args are a JSON {type(args).__name__}, not a list")
+    if not isinstance(kwargs, dict | None):
+        problems.append(f"kwargs are a JSON {type(kwargs).__name__}, not an object")
+    return Claim(
+        job_id=text(job_id),
+        lane=text(lane),
+        token=int(token),
+        task_path="" if task is None else text(task),
+        args=args if isinstance(args, list) else [],
+        kwargs=kwargs if isinstance(kwargs, dict) else {},
+        enqueued_ms=_lenient_int(enqueued),
+        deadline_ms=int(deadline),
+        worker_ids=tuple(text(workers).split(",")),
+        started_ms=_lenient_int(started),
+        expiries=int(expiries),
+        defect=f"corrupt job row: {'; '.join(problems)}" if problems else None,
+    )
