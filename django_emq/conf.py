@@ -49,6 +49,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "SHUTDOWN_GRACE",
         "PREFETCH",
         "SHARDS",
+        "HISTORY",
     }
 )
 
@@ -83,11 +84,16 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "ENQUEUE_TIMEOUT": 5.0,
         "SHUTDOWN_GRACE": 30.0,
         "PREFETCH": 16,
+        "HISTORY": 10,
     }
 )
 
 #: Largest ``EMQ["PREFETCH"]``: what one claim may take at once.
 MAX_PREFETCH = 1000
+#: Largest ``EMQ["HISTORY"]``: worker ids and errors a job's row keeps.
+MAX_HISTORY = 1000
+#: Longest ``EMQ["LEASE"]``, in seconds (24 hours; a claim refuses longer ones).
+MAX_LEASE = 24 * 60 * 60
 
 #: Settings whose change clears the cache.
 WATCHED_SETTINGS = frozenset({"EMQ", "DEBUG", "BASE_DIR", "AUTH_USER_MODEL"})
@@ -128,6 +134,8 @@ class EMQSettings:
     prefetch: int
     #: Queue name -> shard count, for the queues spread over shards (``EMQ["SHARDS"]``).
     shards: Mapping[str, int] = MappingProxyType({})
+    #: How many of the latest worker ids and errors a job's row keeps.
+    history: int = 10
 
     def brand_for(self, label: str) -> str | None:
         """The lane brand of model ``label`` (``model._meta.label``), any case."""
@@ -140,6 +148,7 @@ class EMQSettings:
             "max_expiries": self.max_expiries,
             "result_ttl": timedelta(seconds=self.result_ttl),
             "max_payload": self.max_payload,
+            "history": self.history,
         }
 
 
@@ -267,8 +276,13 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
     one_expiry = values.get("max_expiries") == 1
     field("PREFETCH", _positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
     field("SHARDS", _shards, {})
+    field("HISTORY", _positive_int, DEFAULTS["HISTORY"])
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
+    if values["history"] > MAX_HISTORY:
+        errors.append(f"EMQ['HISTORY'] must be at most {MAX_HISTORY}, not {values['history']}")
+    if values["lease"] > MAX_LEASE:
+        errors.append(f"EMQ['LEASE'] must be at most {MAX_LEASE} seconds (24 hours)")
     if values["prefetch"] > MAX_PREFETCH:
         errors.append(f"EMQ['PREFETCH'] must be at most {MAX_PREFETCH}, not {values['prefetch']}")
     if values["beat"] >= values["lease"]:

@@ -85,6 +85,11 @@ def validate_lane(lane: object) -> str:
     return lane
 
 
+def is_lane(name: object) -> bool:
+    """Whether ``name`` is a branded lane id (a hand-edited key may hold one that is not)."""
+    return isinstance(name, str) and LANE_RE.fullmatch(name) is not None
+
+
 def validate_queue_name(name: object) -> str:
     """Return ``name`` if it is a safe queue name, else raise ``ValueError``."""
     if not isinstance(name, str) or not QUEUE_RE.fullmatch(name):

@@ -28,6 +28,14 @@ WORKER_ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
 CLAIM_STRIDE = 11
 #: Most outcomes one ``complete_many`` call records.
 MAX_BATCH = 1000
+#: Longest lease a claim or an extension may ask for (24 hours, in ms): a worker
+#: extends a running job's lease on every beat, so no job needs a longer one.
+MAX_LEASE_MS = 24 * 60 * 60 * 1000
+#: Longest back-off a retry may ask for (one year, in ms).
+MAX_DELAY_MS = 366 * 24 * 60 * 60 * 1000
+#: How many of the latest worker ids and errors a job's row keeps by default
+#: (``EMQ["HISTORY"]``); its ``attempts`` and ``errors_total`` count them all.
+DEFAULT_HISTORY = 10
 
 
 def default_worker_id() -> str:
@@ -80,7 +88,7 @@ class ClaimRequest:
 
     def checked(self) -> ClaimRequest:
         """This request validated, with its defaults filled in; ``ValueError`` if bad."""
-        positive_int("lease_ms", self.lease_ms)
+        positive_int("lease_ms", self.lease_ms, MAX_LEASE_MS)
         positive_int("turns", self.turns, MAX_WEIGHT)
         limit = (
             self.turns * MAX_WEIGHT
@@ -102,11 +110,6 @@ class Enqueued:
     state: str
     duplicate: bool
     enqueued_ms: int = 0
-
-    @classmethod
-    def of(cls, job_id: str, reply: Sequence[Any]) -> Enqueued:
-        """What the enqueue script's reply ``{new?, state, enq}`` stands for."""
-        return cls(job_id, text(reply[1]), reply[0] == 0, int(reply[2] or 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,12 +162,20 @@ def as_int(value: Any, default: int = 0) -> int:
     return default if value is None else int(value)
 
 
-def positive_int(name: str, value: object, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+def positive_int(name: str, value: object, maximum: int | None = None, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, not {value!r}")
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be at most {maximum}, not {value}")
     return value
+
+
+def error_text(error: object) -> str:
+    """An error text as UTF-8 can carry it: a lone surrogate (from a task's
+    message) becomes ``?`` rather than failing the call that records it."""
+    if not isinstance(error, str):
+        raise TypeError(f"an error text is a str, not {type(error).__name__}")
+    return error if error.isascii() else error.encode("utf-8", "replace").decode("utf-8")
 
 
 def run_after_ms(run_after: datetime | None) -> int:

@@ -36,11 +36,16 @@ class Row:
     CLAIMED: Final = "claimed"
     STARTED: Final = "started"
     WORKER: Final = "worker"
+    #: The latest claimers' ids, comma-separated (at most ``Queue.history``;
+    #: ``attempts`` counts every claim).
     WORKERS: Final = "workers"
     FINISHED: Final = "finished"
     RESULT: Final = "result"
     ERROR: Final = "error"
+    #: The latest failures' texts (a JSON array of at most ``Queue.history``).
     ERRORS: Final = "errors"
+    #: How many failures there were in all (``errors`` keeps the latest).
+    ERRORS_TOTAL: Final = "errors_total"
     #: Opaque JSON the enqueuing layer keeps (django-emq's backend: its alias, ``run_after``).
     META: Final = "meta"
 

@@ -30,6 +30,8 @@
           caller's result carries the time a read-back shows.
 ]]
 -- @include "now_ms"
+-- @include "check"
+-- @include "counter"
 -- @include "pending"
 -- @include "ring"
 
@@ -39,19 +41,30 @@ local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4
 local jk, pendingKey = KEYS[11], KEYS[12]
 local id, lane = ARGV[1], ARGV[2]
 
-local existing = redis.call('HGET', jk, 'state')
+-- Read and check first: nothing is written until every key this call writes
+-- is known to hold its type.
+local existing = guard(jk, 'HGET', jk, 'state')
 if existing then return {0, existing, tonumber(redis.call('HGET', jk, 'enq')) or 0} end
 
 local now = nowMs()
-local seq = redis.call('INCR', KEYS[9])
 local due = tonumber(ARGV[7])
 local state = 'pending'
 if due > now then state = 'scheduled' end
+local joins = false
+if state == 'scheduled' then
+  checkQ(Q, {'schedule', 'stats'})
+else
+  checkQ(Q, {'depths', 'stats'})
+  expectType(pendingKey, 'zset')
+  joins = willJoin(Q, lane, pendingKey, 1, 0)
+  if joins then checkQ(Q, {'ring', 'wake'}) end
+end
+local seq = guard(KEYS[9], 'INCR', KEYS[9])  -- the first write: it fails alone
 
 redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
   'task', ARGV[3], 'args', ARGV[4], 'kwargs', ARGV[5], 'max', ARGV[6],
   'seq', seq, 'enq', now, 'meta', ARGV[8])
-redis.call('HINCRBY', Q.stats, 'enqueued', 1)
+addCount(Q.stats, 'enqueued', 1, 1)
 
 if state == 'scheduled' then
   redis.call('HSET', jk, 'due', due)
@@ -60,5 +73,5 @@ if state == 'scheduled' then
 end
 
 addPending(Q, lane, pendingKey, id, seq)
-joinRing(Q, lane, pendingKey)
+if joins then enterRing(Q, lane) end
 return {1, state, now}
