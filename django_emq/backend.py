@@ -5,7 +5,7 @@ Configure it in ``TASKS``::
     TASKS = {"default": {"BACKEND": "django_emq.backend.FairLanesBackend",
                          "QUEUES": ["default"]}}
 
-``task.enqueue(...)`` rides the current lane (see :mod:`django_emq.lanes`);
+``task.enqueue(...)`` rides the current lane (see ``django_emq.lanes``);
 with none it raises ``InvalidTask`` and writes nothing.
 """
 
@@ -121,8 +121,8 @@ class FairLanesBackend(BaseTaskBackend):
     def queue(self, name: str) -> Queue:
         """The engine queue behind ``name`` on the current connection.
 
-        ``ValueError`` for a queue ``EMQ["SHARDS"]`` shards: :meth:`engine`
-        answers its :class:`~django_emq.engine.shards.ShardedQueue`.
+        ``ValueError`` for a queue ``EMQ["SHARDS"]`` shards: ``engine``
+        answers its ``ShardedQueue``.
         """
         found = self.engine(name)
         if len(found.shards) > 1:
@@ -134,8 +134,8 @@ class FairLanesBackend(BaseTaskBackend):
 
     def engine(self, name: str) -> AnyQueue:
         """The engine queue behind ``name`` on the current connection: a
-        :class:`~django_emq.engine.shards.ShardedQueue` when ``EMQ["SHARDS"]`` shards
-        it, else a :class:`~django_emq.engine.queue.Queue`."""
+        ``ShardedQueue`` when ``EMQ["SHARDS"]`` shards
+        it, else a ``Queue``."""
         connection = get_connection()
         key = (name, id(connection))
         found = self._queues.get(key)
