@@ -108,14 +108,19 @@ class FairLanesBackend(BaseTaskBackend):
     def _shared_queues(self) -> list[tuple[str, str]]:
         """(queue, other alias) for each queue another FairLanesBackend serves too."""
         from django.tasks import task_backends
+        from django.tasks.exceptions import InvalidTaskBackend
 
         if self.alias not in task_backends.settings:  # built by hand, not from TASKS
             return []
         shared = []
-        for other in task_backends.all():
-            if other.alias == self.alias or not isinstance(other, FairLanesBackend):
+        for alias in task_backends.settings:
+            try:
+                other = task_backends[alias]
+            except InvalidTaskBackend:  # Django's own check reports it
                 continue
-            shared += [(name, other.alias) for name in sorted(self.queues & other.queues)]
+            if alias == self.alias or not isinstance(other, FairLanesBackend):
+                continue
+            shared += [(name, alias) for name in sorted(self.queues & other.queues)]
         return shared
 
     def queue(self, name: str) -> Queue:
