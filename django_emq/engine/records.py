@@ -1,7 +1,7 @@
 """The typed values the engine takes and answers: a job to enqueue
-(:class:`JobSpec`), a claim to make (:class:`ClaimRequest`), what enqueue and
-claim answer (:class:`Enqueued`, :class:`Claim`), what the observability calls
-answer (:class:`LaneInfo`, :class:`Totals`), and the checks and reply parsing
+(``JobSpec``), a claim to make (``ClaimRequest``), what enqueue and
+claim answer (``Enqueued``, ``Claim``), what the observability calls
+answer (``LaneInfo``, ``Totals``), and the checks and reply parsing
 every queue shares. One definition each: a plain queue and a sharded queue
 both speak in these.
 """
@@ -84,7 +84,7 @@ class ClaimRequest:
     turns: int = 1
     worker_id: str | None = None
     max_jobs: int | None = None
-    #: Filled in by :meth:`checked`: the worker id recorded on the jobs.
+    #: Filled in by ``checked``: the worker id recorded on the jobs.
     worker: str = field(default="", compare=False)
 
     def checked(self) -> ClaimRequest:
