@@ -5,7 +5,7 @@ Configure it in ``TASKS``::
     TASKS = {"default": {"BACKEND": "django_emq.backend.FairLanesBackend",
                          "QUEUES": ["default"]}}
 
-``task.enqueue(...)`` rides the current lane (see :mod:`django_emq.lanes`);
+``task.enqueue(...)`` rides the current lane (see ``django_emq.lanes``);
 with none it raises ``InvalidTask`` and writes nothing.
 """
 
@@ -108,21 +108,26 @@ class FairLanesBackend(BaseTaskBackend):
     def _shared_queues(self) -> list[tuple[str, str]]:
         """(queue, other alias) for each queue another FairLanesBackend serves too."""
         from django.tasks import task_backends
+        from django.tasks.exceptions import InvalidTaskBackend
 
         if self.alias not in task_backends.settings:  # built by hand, not from TASKS
             return []
         shared = []
-        for other in task_backends.all():
-            if other.alias == self.alias or not isinstance(other, FairLanesBackend):
+        for alias in task_backends.settings:
+            try:
+                other = task_backends[alias]
+            except InvalidTaskBackend:  # Django's own check reports it
                 continue
-            shared += [(name, other.alias) for name in sorted(self.queues & other.queues)]
+            if alias == self.alias or not isinstance(other, FairLanesBackend):
+                continue
+            shared += [(name, alias) for name in sorted(self.queues & other.queues)]
         return shared
 
     def queue(self, name: str) -> Queue:
         """The engine queue behind ``name`` on the current connection.
 
-        ``ValueError`` for a queue ``EMQ["SHARDS"]`` shards: :meth:`engine`
-        answers its :class:`~django_emq.engine.shards.ShardedQueue`.
+        ``ValueError`` for a queue ``EMQ["SHARDS"]`` shards: ``engine``
+        answers its ``ShardedQueue``.
         """
         found = self.engine(name)
         if len(found.shards) > 1:
@@ -134,8 +139,8 @@ class FairLanesBackend(BaseTaskBackend):
 
     def engine(self, name: str) -> AnyQueue:
         """The engine queue behind ``name`` on the current connection: a
-        :class:`~django_emq.engine.shards.ShardedQueue` when ``EMQ["SHARDS"]`` shards
-        it, else a :class:`~django_emq.engine.queue.Queue`."""
+        ``ShardedQueue`` when ``EMQ["SHARDS"]`` shards
+        it, else a ``Queue``."""
         connection = get_connection()
         key = (name, id(connection))
         found = self._queues.get(key)

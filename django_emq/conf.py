@@ -68,6 +68,7 @@ BACKEND_KEYS: frozenset[str] = frozenset(
         "BEAT",
         "SHUTDOWN_GRACE",
         "PREFETCH",
+        "HISTORY",
     }
 )
 

@@ -260,7 +260,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.flood > 0:
             say()
             say(f"- the flood: {MASHER} mashes {args.flood} guesses, the others send 3 each")
-            manage("flood", "--guesses", str(args.flood), "--players", str(args.players))
+            manage(
+                "flood",
+                "--guesses",
+                str(args.flood),
+                "--players",
+                str(args.players),
+                "--slots",  # the FIFO line gets as many workers as the real one has
+                str(args.concurrency),
+            )
 
         try:  # the lanes view itself, not the app's index
             lanes = base + reverse("admin:django_emq_lane_changelist")

@@ -152,3 +152,13 @@ def test_two_aliases_on_one_queue_are_a_check_warning(emq: redis.Redis, settings
     assert ids(messages) == ["emq.W004"]
     assert "'shared'" in messages[0].msg
     assert "TASKS['other']" in messages[0].msg
+
+
+def test_a_backend_that_does_not_import_leaves_the_checks_standing(
+    emq: redis.Redis, settings: Any
+) -> None:
+    settings.TASKS = {
+        "default": {"BACKEND": BACKEND, "QUEUES": ["default"]},
+        "missing": {"BACKEND": "does.not.exist"},
+    }
+    assert ids(backend().check()) == []

@@ -14,7 +14,20 @@ from django.utils.translation import gettext as _
 from ..results import error_parts as split_error
 from ..results import moment
 
-__all__ = ["Pager", "duration", "moment", "split_error"]
+__all__ = ["Pager", "duration", "error_message", "moment", "split_error"]
+
+
+def error_message(error_class: str, traceback: str) -> str:
+    """The last line of a traceback without the exception class it starts with
+    (the admin shows the class beside it): ``boom`` for ``ValueError: boom``."""
+    lines = traceback.strip().splitlines()
+    last = lines[-1] if lines else ""
+    for name in (error_class, error_class.rpartition(".")[2]):
+        if name and last == name:
+            return ""
+        if name and last.startswith(f"{name}: "):
+            return last[len(name) + 2 :]
+    return last
 
 
 def duration(ms: int) -> str:

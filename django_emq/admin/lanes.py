@@ -36,7 +36,7 @@ from ..exceptions import UNAVAILABLE, CorruptKeyspace, script_error
 from ..models import Lane
 from .action_views import ActionViews
 from .actions import ACTIONS
-from .display import Pager, duration, moment, split_error
+from .display import Pager, duration, error_message, moment, split_error
 from .lookup import configured_queues, lane_owners, user_lanes
 
 if TYPE_CHECKING:
@@ -347,7 +347,7 @@ class LaneAdmin(ActionViews, ModelAdmin):
                     and job.deadline_ms <= page.server_ms,
                     "finished": moment(job.finished_ms),
                     "error_class": error_class,
-                    "error_line": traceback.strip().splitlines()[-1] if traceback.strip() else "",
+                    "error_line": error_message(error_class, traceback),
                     "traceback": traceback,
                 }
             )

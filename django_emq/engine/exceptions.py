@@ -1,7 +1,7 @@
 """Every exception the engine raises, the map from Lua return codes to them,
-and :data:`UNAVAILABLE`, the errors that mean "the server cannot answer now".
+and ``UNAVAILABLE``, the errors that mean "the server cannot answer now".
 
-The Django layer adds :class:`django_emq.exceptions.ConfigurationError`;
+The Django layer adds ``django_emq.exceptions.ConfigurationError``;
 ``django_emq.exceptions`` re-exports everything here.
 """
 
@@ -117,7 +117,7 @@ _CORRUPT_RE = re.compile(r"EMQCORRUPT (\S+) (.*?)(?: script: .*)?$", re.DOTALL)
 
 
 def script_error(exc: Exception) -> Exception:
-    """What a script's error reply stands for: :class:`CorruptKeyspace` for a
+    """What a script's error reply stands for: ``CorruptKeyspace`` for a
     key of the wrong type (named by the script's checks, or a bare WRONGTYPE
     the checks did not name), else ``exc`` itself."""
     if not isinstance(exc, redis.ResponseError) or isinstance(exc, CorruptKeyspace):

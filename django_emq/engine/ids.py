@@ -45,7 +45,7 @@ def base62(n: int, width: int) -> str:
 
 
 def unbase62(text: str) -> int:
-    """Decode a base62 string made by :func:`base62`."""
+    """Decode a base62 string made by ``base62``."""
     n = 0
     for c in text:
         try:

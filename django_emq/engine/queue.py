@@ -2,9 +2,9 @@
 
 Every state change is one Lua script (see ``django_emq/engine/lua/``); reads are
 plain commands, pipelined so each public call is one round trip. The calls are
-spread over small parts: the keyword forms (:mod:`.api`), lane control and dead
-jobs (:mod:`.control`), the reads (:mod:`.reads`) and the values they speak in
-(:mod:`.records`); this module holds the job's path through the queue.
+spread over small parts: the keyword forms (``.api``), lane control and dead
+jobs (``.control``), the reads (``.reads``) and the values they speak in
+(``.records``); this module holds the job's path through the queue.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ class Queue(QueueAPI, LaneControl, QueueReads):
         )
 
     def enqueue_spec(self, spec: JobSpec) -> Enqueued:
-        """:meth:`enqueue` of one :class:`JobSpec`."""
+        """``enqueue`` of one ``JobSpec``."""
         call = self.prepare(spec)
         try:
             reply = self._run(call)
@@ -158,11 +158,11 @@ class Queue(QueueAPI, LaneControl, QueueReads):
         return _enqueued(call, reply)
 
     def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
-        """:meth:`enqueue_many` of :class:`JobSpec` values."""
+        """``enqueue_many`` of ``JobSpec`` values."""
         return self.send_prepared([self.prepare(spec) for spec in specs])
 
     def send_prepared(self, prepared: Sequence[calls.Call]) -> list[Enqueued]:
-        """Run enqueue calls from :meth:`prepare` in one round trip."""
+        """Run enqueue calls from ``prepare`` in one round trip."""
         if not prepared:
             return []
         pipe = self.connection.pipeline(transaction=False)
@@ -200,7 +200,7 @@ class Queue(QueueAPI, LaneControl, QueueReads):
     # -- the worker's side ---------------------------------------------------
 
     def claim_shard(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
-        """:meth:`claim` answered with the queue the claims came from (this one)."""
+        """``claim`` answered with the queue the claims came from (this one)."""
         claims = parse_claims(self._run(self._claim_call(request)))
         return (self, claims) if claims else None
 
@@ -238,11 +238,11 @@ class Queue(QueueAPI, LaneControl, QueueReads):
         return self.record(call)
 
     def record(self, call: calls.Call) -> list[JobError | None]:
-        """Run a complete call from :meth:`complete_call`; the refusals, in order."""
+        """Run a complete call from ``complete_call``; the refusals, in order."""
         return refusals(call.args[2::3], self._run(call))
 
     def complete_call(self, encoded: Sequence[tuple[str, int, str]]) -> calls.Call | None:
-        """The complete call for outcomes from :func:`encode_outcomes`."""
+        """The complete call for outcomes from ``encode_outcomes``."""
         return calls.complete(self.keys, encoded, self.result_ttl_ms) if encoded else None
 
     def complete_then_claim(
@@ -256,14 +256,14 @@ class Queue(QueueAPI, LaneControl, QueueReads):
         worker_id: str | None = None,
         max_jobs: int | None = None,
     ) -> tuple[list[Claim], Exception | None]:
-        """:meth:`complete`, then :meth:`claim`, in one round trip: a worker's next
+        """``complete``, then ``claim``, in one round trip: a worker's next
         turn rides along with its last outcome.
 
         Answers the claims (empty when no lane is serviceable, or when the claim
         failed: the caller claims again on its own) and the complete's error
         (``StaleToken``...), returned instead of raised so the claims, whose
         leases are held, are never dropped. A lost connection raises: whether
-        the complete landed is unknown, and retrying it with :meth:`complete`
+        the complete landed is unknown, and retrying it with ``complete``
         is safe (it is fenced by the token); a claim that landed unseen is
         reaped when its lease runs out, like any lost claim reply.
         """
@@ -281,8 +281,8 @@ class Queue(QueueAPI, LaneControl, QueueReads):
         worker_id: str | None = None,
         max_jobs: int | None = None,
     ) -> tuple[list[Claim], list[Exception | None]]:
-        """:meth:`complete_many`, then :meth:`claim`, in one script call (one
-        round trip): the worker's hot path.
+        """``complete_many``, then ``claim``, in one script call (one round
+        trip): the worker's hot path.
 
         Answers the claims and one entry per outcome: ``None`` when recorded,
         else what refused it (``StaleToken``, ``JobNotFound``, or the server's
@@ -290,7 +290,7 @@ class Queue(QueueAPI, LaneControl, QueueReads):
         written and nothing claimed), returned rather than raised so claims,
         whose leases are held, are never dropped. Bad input raises before
         anything is sent; a lost connection raises, as in
-        :meth:`complete_then_claim`.
+        ``complete_then_claim``.
         """
         take = ClaimRequest(lease_ms, turns, worker_id, max_jobs).checked()
         assert take.max_jobs is not None  # filled in by checked()

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class QueueReads:
-    """Depths, totals, the deepest lanes and job rows, for :class:`Queue`."""
+    """Depths, totals, the deepest lanes and job rows, for ``Queue``."""
 
     keys: QueueKeys
     connection: Client

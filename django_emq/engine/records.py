@@ -1,7 +1,7 @@
 """The typed values the engine takes and answers: a job to enqueue
-(:class:`JobSpec`), a claim to make (:class:`ClaimRequest`), what enqueue and
-claim answer (:class:`Enqueued`, :class:`Claim`), what the observability calls
-answer (:class:`LaneInfo`, :class:`Totals`), and the checks and reply parsing
+(``JobSpec``), a claim to make (``ClaimRequest``), what enqueue and
+claim answer (``Enqueued``, ``Claim``), what the observability calls
+answer (``LaneInfo``, ``Totals``), and the checks and reply parsing
 every queue shares. One definition each: a plain queue and a sharded queue
 both speak in these.
 """
@@ -18,6 +18,7 @@ from typing import Any
 
 from .exceptions import JobError, refusal
 from .payload import decode, encode_result, text
+from .rows import worker_ids
 
 #: Largest weight a lane may carry: one turn serves at most this many of its jobs.
 MAX_WEIGHT = 1000
@@ -83,7 +84,7 @@ class ClaimRequest:
     turns: int = 1
     worker_id: str | None = None
     max_jobs: int | None = None
-    #: Filled in by :meth:`checked`: the worker id recorded on the jobs.
+    #: Filled in by ``checked``: the worker id recorded on the jobs.
     worker: str = field(default="", compare=False)
 
     def checked(self) -> ClaimRequest:
@@ -261,7 +262,7 @@ def parse_claim(entry: Sequence[Any]) -> Claim:
         kwargs=kwargs if isinstance(kwargs, dict) else {},
         enqueued_ms=_lenient_int(enqueued),
         deadline_ms=int(deadline),
-        worker_ids=tuple(text(workers).split(",")),
+        worker_ids=tuple(worker_ids(text(workers), int(token))),
         started_ms=_lenient_int(started),
         expiries=int(expiries),
         defect=f"corrupt job row: {'; '.join(problems)}" if problems else None,

@@ -16,6 +16,7 @@ from django.tasks.exceptions import InvalidTaskBackend
 from django.utils import autoreload
 
 from django_emq.backend import FairLanesBackend
+from django_emq.engine.records import WORKER_ID_RE
 from django_emq.worker import Worker, WorkerOptions
 
 LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
@@ -50,14 +51,16 @@ MAX_WORKER_ID = 64
 
 
 def worker_id(text: str) -> str:
-    """A worker id: 1 to 64 characters, no comma (a job keeps its workers' ids
-    comma-separated) and no whitespace."""
+    """A worker id: 1 to 64 of ``A-Z a-z 0-9 _ . : @ -`` (no comma: a job keeps
+    its workers' ids comma-separated)."""
     if not text:
         raise ArgumentTypeError("must not be empty")
     if len(text) > MAX_WORKER_ID:
         raise ArgumentTypeError(f"must be at most {MAX_WORKER_ID} characters, not {len(text)}")
-    if "," in text or any(c.isspace() for c in text):
-        raise ArgumentTypeError(f"must hold no comma and no whitespace: {text!r}")
+    if not WORKER_ID_RE.fullmatch(text):
+        raise ArgumentTypeError(
+            f"must be made of A-Z a-z 0-9 _ . : @ - (no comma, no space), not {text!r}"
+        )
     return text
 
 
