@@ -8,6 +8,7 @@ from .engine.exceptions import (
     STALE_TOKEN,
     UNAVAILABLE,
     CorruptJob,
+    CorruptKeyspace,
     EMQError,
     EnqueueError,
     InvalidArguments,
@@ -19,6 +20,7 @@ from .engine.exceptions import (
     StaleToken,
     check_code,
     refusal,
+    script_error,
 )
 
 
@@ -33,6 +35,7 @@ __all__ = [
     "UNAVAILABLE",
     "ConfigurationError",
     "CorruptJob",
+    "CorruptKeyspace",
     "EMQError",
     "EnqueueError",
     "InvalidArguments",
@@ -44,4 +47,5 @@ __all__ = [
     "StaleToken",
     "check_code",
     "refusal",
+    "script_error",
 ]

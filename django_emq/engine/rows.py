@@ -36,11 +36,32 @@ class Row:
     CLAIMED: Final = "claimed"
     STARTED: Final = "started"
     WORKER: Final = "worker"
+    #: The latest claimers' ids, comma-separated (at most ``Queue.history``;
+    #: ``attempts`` counts every claim).
     WORKERS: Final = "workers"
     FINISHED: Final = "finished"
     RESULT: Final = "result"
     ERROR: Final = "error"
+    #: The latest failures' texts (a JSON array of at most ``Queue.history``).
     ERRORS: Final = "errors"
+    #: How many failures there were in all (``errors`` keeps the latest).
+    ERRORS_TOTAL: Final = "errors_total"
+    #: Opaque JSON the enqueuing layer keeps (django-emq's backend: its alias, ``run_after``).
+    META: Final = "meta"
+
+
+#: Stands for a claimer whose id a row no longer keeps: ``workers`` holds the
+#: latest ``Queue.history`` ids, ``attempts`` counts every claim.
+FORGOTTEN_WORKER: Final = "?"
+
+
+def worker_ids(workers: str, attempts: int) -> list[str]:
+    """One id per claim of a job, oldest first, from its row's ``workers`` and
+    ``attempts``: the claims whose ids the row no longer keeps are
+    :data:`FORGOTTEN_WORKER`, so ``len()`` is the number of claims (Django's
+    ``TaskResult.attempts``)."""
+    kept = [w for w in workers.split(",") if w]
+    return [FORGOTTEN_WORKER] * max(0, attempts - len(kept)) + kept
 
 
 #: Fields of a job row a listing shows.
@@ -62,8 +83,8 @@ LISTED_FIELDS: Final = (
 
 @dataclass(frozen=True, slots=True)
 class WorkerBeat:
-    """A worker's last heartbeat (``beat_ms``: the worker's clock, corrected by
-    the server's); ``None`` fields when the record could not be read."""
+    """A worker's last heartbeat (``beat_ms`` from the worker's clock);
+    ``None`` fields when the record could not be read."""
 
     worker_id: str
     host: str | None
@@ -71,25 +92,34 @@ class WorkerBeat:
     done: int | None
     running: int | None
     beat_ms: int | None
-    #: The worker's beat interval in ms (``None``: a record from before it was kept).
-    every_ms: int | None = None
-
-    def stale(self, now_ms: int, beats: int, default_every_ms: int) -> bool:
-        """Whether this worker missed ``beats`` of its own beats by ``now_ms``
-        (an unreadable record never is: it may be another version's)."""
-        if self.beat_ms is None:
-            return False
-        return now_ms - self.beat_ms > beats * (self.every_ms or default_every_ms)
 
 
 def heartbeat(
     *, host: str, pid: int, done: int, running: int, beat_ms: int, every_ms: int | None = None
 ) -> str:
-    """The record a worker's beat stores under its id."""
-    record = {"host": host, "pid": pid, "done": done, "beat": beat_ms, "running": running}
+    """The record a worker's beat stores under its id: ``beat_ms`` when it
+    beat (server ms), ``every_ms`` how often it beats."""
+    record: dict[str, Any] = {
+        "host": host,
+        "pid": pid,
+        "done": done,
+        "running": running,
+        "beat": beat_ms,
+    }
     if every_ms is not None:
         record["every"] = every_ms
     return json.dumps(record, separators=(",", ":"))
+
+
+def heartbeat_is_stale(raw: Any, now_ms: int, default_every_ms: int, after_beats: int) -> bool:
+    """Whether a heartbeat record is older than ``after_beats`` of its worker's
+    beats (an unreadable record is kept: it may be another version's)."""
+    try:
+        record = json.loads(raw)
+        every = int(record.get("every") or default_every_ms)
+        return now_ms - int(record["beat"]) > after_beats * every
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return False
 
 
 def parse_heartbeat(worker_id: str, raw: Any) -> WorkerBeat:
@@ -104,7 +134,6 @@ def parse_heartbeat(worker_id: str, raw: Any) -> WorkerBeat:
             int(record["done"]),
             int(record.get("running", 0)),
             int(record["beat"]),
-            int(record["every"]) if record.get("every") else None,
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return WorkerBeat(worker_id, None, None, None, None, None)

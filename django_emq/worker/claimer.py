@@ -12,7 +12,7 @@ import random
 
 import redis
 
-from ..engine.exceptions import UNAVAILABLE
+from ..exceptions import UNAVAILABLE
 from .client import AsyncClient, park, wake_groups
 from .core import Core
 from .outcomes import CALL_ERRORS

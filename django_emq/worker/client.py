@@ -15,13 +15,14 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.crc import key_slot
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 from redis.maint_notifications import MaintNotificationsConfig
 
 from ..connection import server_url
 from ..engine.calls import Call
-from ..engine.exceptions import UNAVAILABLE, ScriptError
+from ..engine.exceptions import script_error
 from ..engine.scripts import sources
+from ..exceptions import UNAVAILABLE, ScriptError
 from ..url import is_cluster_url, normalize_url, parse_cluster_url
 
 #: A client of one server, or of a Valkey Cluster.
@@ -84,10 +85,13 @@ class AsyncScripts:
         numkeys, sha, _ = self._command(call)
         async with self._calls:
             try:
-                return await self.client.evalsha(sha, numkeys, *call.keys, *call.args)
-            except NoScriptError:
-                await self.load_script(call)
-                return await self.client.evalsha(sha, numkeys, *call.keys, *call.args)
+                try:
+                    return await self.client.evalsha(sha, numkeys, *call.keys, *call.args)
+                except NoScriptError:
+                    await self.load_script(call)
+                    return await self.client.evalsha(sha, numkeys, *call.keys, *call.args)
+            except ResponseError as exc:  # a key of the wrong type: CorruptKeyspace
+                raise script_error(exc) from None
 
     def queue(self, pipe: Any, call: Call) -> None:
         """Queue ``call`` on ``pipe`` as a bare EVALSHA; a ``NoScriptError`` reply

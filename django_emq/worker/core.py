@@ -27,8 +27,8 @@ from django.tasks import TaskResult, TaskResultStatus
 from django.tasks.signals import task_finished
 
 from ..backend import FairLanesBackend
-from ..engine.exceptions import JobError
-from ..engine.records import Claim
+from ..engine.queue import Claim
+from ..exceptions import JobError
 from .execute import (
     Done,
     Failed,

@@ -24,9 +24,9 @@ from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
 from ..backend import FairLanesBackend, task_error
-from ..engine.exceptions import CorruptJob, InvalidArguments
 from ..engine.payload import encode_result
-from ..engine.records import Claim
+from ..engine.queue import Claim
+from ..exceptions import CorruptJob, InvalidArguments
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,10 @@ import redis
 
 from ..engine import calls
 from ..engine.control import BATCH
-from ..engine.exceptions import UNAVAILABLE, JobError, check_code
 from ..engine.payload import text
 from ..engine.queue import Queue
-from ..engine.records import MAX_WEIGHT, Claim, parse_claims, refusals
+from ..engine.records import MAX_WEIGHT, Claim, error_text, parse_claims, refusals
+from ..exceptions import UNAVAILABLE, JobError, check_code
 from .client import AsyncClient, AsyncScripts
 
 if TYPE_CHECKING:
@@ -56,30 +56,43 @@ class Shard:
         one script call. Answers the claims and one refusal (or ``None``) per outcome."""
         turns = max(1, min(want, MAX_WEIGHT))
         if not outcomes:
-            flat = await self.scripts(calls.claim(self.keys, lease_ms, turns, worker, want))
+            flat = await self.scripts(
+                calls.claim(self.keys, lease_ms, turns, worker, want, self.queue.history)
+            )
             return parse_claims(flat), []
         call = calls.complete_claim(
-            self.keys, outcomes, self.queue.result_ttl_ms, lease_ms, turns, worker, want
+            self.keys,
+            outcomes,
+            self.queue.result_ttl_ms,
+            lease_ms,
+            turns,
+            worker,
+            want,
+            self.queue.history,
         )
         codes, flat = await self.scripts(call)
-        return parse_claims(flat), refusals(call.args[6::3], codes)
+        return parse_claims(flat), refusals(call.args[7::3], codes)
 
     async def retry(self, job_id: str, token: int, error: str, delay_ms: int) -> str:
         reply = await self.scripts(
-            calls.retry(self.keys, job_id, token, error, delay_ms, dead=False)
+            calls.retry(
+                self.keys, job_id, token, error_text(error), delay_ms, False, self.queue.history
+            )
         )
         check_code(reply, job_id)
         return text(reply[1])
 
     async def fail(self, job_id: str, token: int, error: str) -> None:
-        reply = await self.scripts(calls.retry(self.keys, job_id, token, error, 0, dead=True))
+        reply = await self.scripts(
+            calls.retry(self.keys, job_id, token, error_text(error), 0, True, self.queue.history)
+        )
         check_code(reply, job_id)
 
     async def release(self, job_id: str, token: int) -> None:
         check_code(await self.scripts(calls.release(self.keys, job_id, token)), job_id)
 
     async def reap(self) -> None:
-        call = calls.reap(self.keys, BATCH, self.queue.max_expiries)
+        call = calls.reap(self.keys, BATCH, self.queue.max_expiries, self.queue.history)
         while len(await self.scripts(call)) == BATCH:
             pass
 

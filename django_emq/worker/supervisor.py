@@ -19,14 +19,12 @@ from django.conf import settings
 
 from ..backend import FairLanesBackend
 from ..connection import unsupported_reason, version_from_info
-from ..engine.exceptions import UNAVAILABLE
-from ..exceptions import ConfigurationError
+from ..exceptions import UNAVAILABLE, ConfigurationError
 from .beat import Beat
 from .claimer import Claimer
 from .client import AsyncClient, AsyncScripts, async_client
 from .core import Core
 from .execute import Policy
-from .logs import quiet_django_task_lines
 from .options import WorkerOptions, plan
 from .shard import Rotation, Shard
 
@@ -78,8 +76,7 @@ class Worker:
 
     def run(self) -> int:
         """Work until stopped (or, with ``burst``, until nothing is pending or due)."""
-        with quiet_django_task_lines():
-            asyncio.run(self._main())
+        asyncio.run(self._main())
         return 0
 
     def _stop(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -68,9 +69,16 @@ class Threads:
             self._queue.put(fn)
         return jobs
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 2.0) -> None:
+        """Let the threads finish what was handed to them (``task_finished``
+        receivers queued last among them), then end; wait up to ``timeout``
+        seconds for them, so a worker's run returns after its signals are sent
+        (a job still running past the grace period is not waited for)."""
         for _ in self._threads:
             self._queue.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def _work(self) -> None:
         while True:

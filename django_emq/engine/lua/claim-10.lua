@@ -24,11 +24,17 @@
   ARGV[4]  worker    the claiming worker's id (recorded on the job)
   ARGV[5]  limit     at most this many jobs in all (a weighted turn cut short
                      keeps the rest for the next claim)
+  ARGV[6]  keep      how many of the latest claimers' ids a row keeps in `workers`
+
+  A lane's own key of the wrong type ends the claim: with jobs claimed in
+  earlier turns it returns them (the broken lane stays on the ring for the
+  next claim to report); with none it fails with the corrupt-key error, and
+  nothing is written but the ring's rotation.
 
   Returns a flat array, 11 entries per claimed job:
     id, lane, token, task, args, kwargs, enqueued_ms, deadline_ms,
-    workers (comma-separated ids of every claimer, this one last), started_ms,
-    expiries (how many times its lease expired before)
+    workers (comma-separated ids of the latest `keep` claimers, this one last),
+    started_ms, expiries (how many times its lease expired before)
   (empty when the ring is empty).
 ]]
 -- @include "claim_turns"
@@ -36,5 +42,7 @@
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
   stats = KEYS[9], turn = KEYS[10]}
-return claimTurns(Q, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4],
-  tonumber(ARGV[5]))
+local out, broken = claimTurns(Q, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4],
+  tonumber(ARGV[5]), tonumber(ARGV[6]))
+if broken and #out == 0 then fail(broken[1], broken[2]) end
+return out

@@ -19,6 +19,10 @@
   ARGV[3..] one triple per job: id, token (the attempt number the claim
            returned), result (JSON to keep)
 
+  Read and check first, write last: every row is fenced and every key the
+  writes touch is checked (check.lua) before the first write, so a key of the
+  wrong type fails the whole call with nothing written.
+
   Returns one code per job, in order: 1 recorded, -1 no such job, -2 stale
   token. A job named twice is recorded once; its second entry is refused.
 ]]

@@ -24,10 +24,14 @@
   ARGV[4]  turns     how many turns of the ring the claim may take (>= 1)
   ARGV[5]  worker    the claiming worker's id
   ARGV[6]  limit     at most this many jobs claimed in all (0: claim nothing)
-  ARGV[7..] one triple per completed job: id, token, result JSON
+  ARGV[7]  keep      how many of the latest claimers' ids a row keeps in `workers`
+  ARGV[8..] one triple per completed job: id, token, result JSON
 
   Returns {codes, claims}: one code per completed job as complete-8.lua
-  answers them, and the claim's flat reply as claim-10.lua answers it.
+  answers them, and the claim's flat reply as claim-10.lua answers it. A key
+  of the wrong type met by the completions fails the call with nothing
+  written; one met by the claim (a lane's own key) only ends the claim: the
+  completions stand, and the next plain claim reports the broken key.
 ]]
 -- @include "complete_jobs"
 -- @include "claim_turns"
@@ -36,10 +40,11 @@ local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
   stats = KEYS[9], turn = KEYS[10], wake = KEYS[11]}
 local prefix = ARGV[1]
-local codes = completeJobs(Q, prefix, tonumber(ARGV[2]), ARGV, 7)
+local codes = completeJobs(Q, prefix, tonumber(ARGV[2]), ARGV, 8)
 local limit = tonumber(ARGV[6])
 local claims = {}
 if limit > 0 then
-  claims = claimTurns(Q, prefix, tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], limit)
+  claims = claimTurns(Q, prefix, tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], limit,
+    tonumber(ARGV[7]))
 end
 return {codes, claims}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from argparse import ArgumentParser, ArgumentTypeError
 from pathlib import Path
@@ -11,9 +12,11 @@ from typing import Any
 import redis
 from django.core.management.base import BaseCommand, CommandError
 from django.tasks import task_backends
+from django.tasks.exceptions import InvalidTaskBackend
 from django.utils import autoreload
 
 from django_emq.backend import FairLanesBackend
+from django_emq.engine.records import WORKER_ID_RE
 from django_emq.worker import Worker, WorkerOptions
 
 LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
@@ -31,16 +34,44 @@ def positive_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise ArgumentTypeError(f"must be > 0, not {value}")
+    if not 0 < value < math.inf:
+        raise ArgumentTypeError(f"must be a finite number > 0, not {text}")
     return value
+
+
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < math.inf:
+        raise ArgumentTypeError(f"must be a finite number >= 0, not {text}")
+    return value
+
+
+#: Longest worker id: it is kept on every job the worker claims.
+MAX_WORKER_ID = 64
+
+
+def worker_id(text: str) -> str:
+    """A worker id: 1 to 64 of ``A-Z a-z 0-9 _ . : @ -`` (no comma: a job keeps
+    its workers' ids comma-separated)."""
+    if not text:
+        raise ArgumentTypeError("must not be empty")
+    if len(text) > MAX_WORKER_ID:
+        raise ArgumentTypeError(f"must be at most {MAX_WORKER_ID} characters, not {len(text)}")
+    if not WORKER_ID_RE.fullmatch(text):
+        raise ArgumentTypeError(
+            f"must be made of A-Z a-z 0-9 _ . : @ - (no comma, no space), not {text!r}"
+        )
+    return text
 
 
 def configure_logging(level: int) -> None:
     """The worker's lines at ``level``, each printed once: to the project's own
     handlers when its ``LOGGING`` gives the root logger some, else to a stream
-    handler of the worker's own. Django's loggers are left as configured (the
-    root logger gets no handler, so nothing logged under ``django`` shows twice)."""
+    handler of the worker's own (the root logger gets none, so nothing logged
+    under ``django`` shows twice). Then Django's own per-job lines
+    (``django.tasks``: started, finished) go through the same handler, once,
+    from ``-v 2`` on: at the default level the worker's own line per job says
+    what they say, for a fraction of the cost."""
     emq = logging.getLogger("django_emq")
     emq.setLevel(level)
     if logging.getLogger().handlers or any(
@@ -50,6 +81,10 @@ def configure_logging(level: int) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     emq.addHandler(handler)
+    tasks = logging.getLogger("django.tasks")
+    tasks.addHandler(handler)
+    tasks.propagate = False
+    tasks.setLevel(logging.DEBUG if level <= logging.DEBUG else logging.CRITICAL)
 
 
 class Command(BaseCommand):
@@ -103,10 +138,12 @@ class Command(BaseCommand):
             help="most jobs claimed ahead of the free slots, plus one, while jobs are "
             "short (default EMQ['PREFETCH'])",
         )
-        parser.add_argument("--worker-id", default=None, help="default: host:pid")
+        parser.add_argument(
+            "--worker-id", type=worker_id, default=None, help="default: host:pid (at most 64)"
+        )
         parser.add_argument(
             "--grace",
-            type=float,
+            type=non_negative_float,
             default=None,
             help="seconds running jobs get to finish on SIGTERM (default EMQ['SHUTDOWN_GRACE'])",
         )
@@ -122,11 +159,19 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         configure_logging(LEVELS.get(options["verbosity"], logging.INFO))
-        backend = task_backends[options["backend"]]
+        try:
+            backend = task_backends[options["backend"]]
+        except InvalidTaskBackend as exc:  # "The connection 'x' doesn't exist."
+            raise CommandError(f"--backend: {exc}") from None
         if not isinstance(backend, FairLanesBackend):
             raise CommandError(
                 f"TASKS[{options['backend']!r}] is {type(backend).__name__}, not "
                 "django_emq.backend.FairLanesBackend"
+            )
+        if not backend.queues:
+            raise CommandError(
+                f"TASKS[{options['backend']!r}]['QUEUES'] is empty: list the queues to serve "
+                "(system check emq.E007)"
             )
         worker_options = WorkerOptions(
             queues=options["queues"],
