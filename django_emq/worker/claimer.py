@@ -15,6 +15,7 @@ import redis
 from ..exceptions import UNAVAILABLE
 from .client import AsyncClient, park, wake_groups
 from .core import Core
+from .glitches import Glitches
 from .outcomes import CALL_ERRORS
 from .shard import Rotation
 
@@ -35,12 +36,17 @@ class Claimer:
 
     async def run(self) -> None:
         core = self.core
+        glitches = Glitches("claim")
         while not core.stopping and not self.drained:
             want = core.want()
             if want == 0:
                 await core.wait()
                 continue
-            got = await self._claim(want)
+            got: bool | None = None
+            with glitches:
+                got = await self._claim(want)
+            if glitches.in_a_row:
+                await asyncio.sleep(min(1.0, 0.05 * glitches.in_a_row))
             if got is False:  # None: the server refused or was away (backed off)
                 await self._nothing_to_claim()
 

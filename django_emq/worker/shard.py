@@ -192,6 +192,10 @@ async def _claim_from(
         if outcomes is not None:
             outcomes.settled(batch, [exc] * len(batch))
         raise
+    except BaseException:  # unknown whether they landed: sent again later (fenced)
+        if outcomes is not None:
+            outcomes.put_back(batch)
+        raise
     if outcomes is not None:
         outcomes.settled(batch, list(refusals))
     return (shard, claims, sent) if claims else None
