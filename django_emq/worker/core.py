@@ -84,6 +84,9 @@ class Core:
     async def wait(self, timeout: float | None = None) -> None:
         """Until something changes (a job ends, slots free, a stop), at most ``timeout``."""
         self.changed.clear()
+        if timeout is None:
+            await self.changed.wait()
+            return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.changed.wait(), timeout)
 
