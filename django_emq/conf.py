@@ -67,6 +67,7 @@ BACKEND_KEYS: frozenset[str] = frozenset(
         "BEAT",
         "SHUTDOWN_GRACE",
         "PREFETCH",
+        "HISTORY",
     }
 )
 

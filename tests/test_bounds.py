@@ -12,11 +12,15 @@ from typing import Any
 import pytest
 import redis
 
+from django_emq import enqueue_for
+from django_emq.conf import backend_settings
 from django_emq.engine.records import MAX_DELAY_MS, MAX_LEASE_MS
 from django_emq.engine.rows import Row
 from django_emq.exceptions import InvalidArguments
 from django_emq.ids import lane_id
 from django_emq.queue import Queue
+from tests.chaos_tasks import add
+from tests.test_worker import backend
 
 from .helpers import dump
 from .invariants import check_invariants
@@ -178,4 +182,30 @@ def test_the_history_kept_follows_the_setting(r: redis.Redis) -> None:
         queue.release("one", claims[0].token)
     claims = queue.claim(60_000, worker_id="w:3")
     assert claims is not None
-    assert claims[0].worker_ids == ("w:3",)
+    # one id per claim: the ones the row no longer keeps stand as "?"
+    assert claims[0].worker_ids == ("?", "?", "w:3")
+
+
+def test_a_results_attempts_count_every_claim_past_the_history(
+    emq: redis.Redis, settings: Any
+) -> None:
+    settings.EMQ = {**settings.EMQ, "HISTORY": 2}
+    queue = backend().queue("default")
+    result = enqueue_for(A, add, 1, 2)
+    for n in range(1, 6):
+        claims = queue.claim(60_000, worker_id=f"w:{n}")
+        assert claims is not None
+        queue.release(result.id, claims[0].token)
+    found = backend().get_result(result.id)
+    assert found.attempts == 5
+    assert found.worker_ids == ["?", "?", "?", "w:4", "w:5"]
+
+
+def test_a_backend_may_keep_a_history_of_its_own(emq: redis.Redis, settings: Any) -> None:
+    backend_path = "django_emq.backend.FairLanesBackend"
+    settings.TASKS = {
+        "default": {"BACKEND": backend_path, "QUEUES": ["default"]},
+        "short": {"BACKEND": backend_path, "QUEUES": ["short"], "OPTIONS": {"HISTORY": 2}},
+    }
+    assert backend_settings("short").queue_options()["history"] == 2
+    assert backend_settings("default").queue_options()["history"] == 10

@@ -201,3 +201,21 @@ def test_emq_doctor_exits_non_zero_on_damage_and_mends_with_repair(
 def test_emq_doctor_refuses_an_unknown_queue(emq: redis.Redis) -> None:
     with pytest.raises(CommandError, match="no such queue: nope"):
         call_command("emq_doctor", "--queue", "nope")
+
+
+def test_emq_doctor_checks_a_sharded_queue_shard_by_shard(
+    emq: redis.Redis, settings: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings.EMQ = {**settings.EMQ, "SHARDS": {"default": 2}}
+    queue = backend().engine("default")
+    for lane in LANES:
+        queue.enqueue(lane, TASK)
+    shard = queue.shards[1]
+    emq.hset(shard.keys.stats, "pending", 99)
+    with pytest.raises(CommandError):
+        call_command("emq_doctor")
+    out = capsys.readouterr().out
+    assert f"total: {shard.keys.stats}" in out
+    call_command("emq_doctor", "--repair")
+    for part in queue.shards:
+        check_invariants(part)

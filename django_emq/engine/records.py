@@ -18,6 +18,7 @@ from typing import Any
 
 from .exceptions import JobError, refusal
 from .payload import decode, encode_result, text
+from .rows import worker_ids
 
 #: Largest weight a lane may carry: one turn serves at most this many of its jobs.
 MAX_WEIGHT = 1000
@@ -261,7 +262,7 @@ def parse_claim(entry: Sequence[Any]) -> Claim:
         kwargs=kwargs if isinstance(kwargs, dict) else {},
         enqueued_ms=_lenient_int(enqueued),
         deadline_ms=int(deadline),
-        worker_ids=tuple(text(workers).split(",")),
+        worker_ids=tuple(worker_ids(text(workers), int(token))),
         started_ms=_lenient_int(started),
         expiries=int(expiries),
         defect=f"corrupt job row: {'; '.join(problems)}" if problems else None,

@@ -50,6 +50,20 @@ class Row:
     META: Final = "meta"
 
 
+#: Stands for a claimer whose id a row no longer keeps: ``workers`` holds the
+#: latest ``Queue.history`` ids, ``attempts`` counts every claim.
+FORGOTTEN_WORKER: Final = "?"
+
+
+def worker_ids(workers: str, attempts: int) -> list[str]:
+    """One id per claim of a job, oldest first, from its row's ``workers`` and
+    ``attempts``: the claims whose ids the row no longer keeps are
+    :data:`FORGOTTEN_WORKER`, so ``len()`` is the number of claims (Django's
+    ``TaskResult.attempts``)."""
+    kept = [w for w in workers.split(",") if w]
+    return [FORGOTTEN_WORKER] * max(0, attempts - len(kept)) + kept
+
+
 #: Fields of a job row a listing shows.
 LISTED_FIELDS: Final = (
     Row.STATE,

@@ -9,9 +9,10 @@
 -- expectType(key, want): TYPE check; a key that does not exist passes.
 -- checkQ(Q, names): expectType on each named fixed key of Q (KEY_TYPES says
 --   what each must be); with names nil, on every key Q holds.
--- guard(key, ...): run a read (redis.pcall) that is the first touch of key,
---   aborting with the corrupt error instead of a bare WRONGTYPE: a check that
---   costs no command of its own. Other errors (out of memory) pass as they are.
+-- guard(key, ...): run the command that first touches key (a read, or the
+--   script's first write, which fails alone) through redis.pcall, aborting
+--   with the corrupt error instead of a bare WRONGTYPE: a check that costs no
+--   command of its own. Other errors (out of memory) pass as they are.
 -- fail(key, err): abort as guard does, for a pcall the caller made itself.
 -- checkLane(prefix, lane): expectType on the lane's pending, active and dead
 --   sets.
