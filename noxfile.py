@@ -107,8 +107,8 @@ def _record(cell: str, outcome: str) -> None:
     rows = {}
     if RESULTS.exists():
         for line in RESULTS.read_text().splitlines():
-            key, _, rest = line.partition("\t")
-            rows[key] = rest
+            fields = line.split("\t")  # python, django, server: the cell; then its outcome
+            rows["\t".join(fields[:3])] = "\t".join(fields[3:])
     rows[cell] = outcome
     RESULTS.write_text("".join(f"{k}\t{v}\n" for k, v in sorted(rows.items())))
 
