@@ -51,6 +51,7 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "seq": "string",
     "wake": "list",
     "workers": "hash",
+    "turn": "hash",
 }
 
 #: Where a job of each state must be: ``lane`` (its lane's pending set), one of
