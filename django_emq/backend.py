@@ -43,6 +43,7 @@ STATUS = {
     "active": TaskResultStatus.RUNNING,
     "done": TaskResultStatus.SUCCESSFUL,
     "dead": TaskResultStatus.FAILED,
+    "cancelled": TaskResultStatus.FAILED,
 }
 
 
@@ -98,7 +99,9 @@ def result_from_row(
         enqueued_at=moment(row.get("enq")),
         started_at=moment(row.get("started")),
         last_attempted_at=moment(row.get("claimed")),
-        finished_at=moment(row.get("finished")) if row.get("state") in ("done", "dead") else None,
+        finished_at=moment(row.get("finished"))
+        if row.get("state") in ("done", "dead", "cancelled")
+        else None,
         args=_lenient(row.get("args"), list),
         kwargs=_lenient(row.get("kwargs"), dict),
         backend=alias,

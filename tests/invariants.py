@@ -29,6 +29,7 @@ PLACE_OF_STATE: dict[str, str | None] = {
     "scheduled": "schedule",
     "dead": "dead",
     "done": None,
+    "cancelled": None,
 }
 
 #: Redis type of each fixed key that may exist.
@@ -47,6 +48,7 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "seq": "string",
     "wake": "list",
     "workers": "hash",
+    "finished": "zset",
 }
 
 
@@ -85,8 +87,11 @@ def _hash_ints(r: Any, key: str) -> dict[str, int]:
     return {text(f): int(v) for f, v in r.hgetall(key).items()}
 
 
-def check_invariants(queue: Queue) -> Snapshot:
-    """Assert every structural invariant of ``queue``'s keyspace; return what was read."""
+def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
+    """Assert every structural invariant of ``queue``'s keyspace; return what was read.
+
+    ``hollow_ok``: the ring may also hold lanes left empty by a cancel (the next
+    claim that lands on one drops it; a cancel never scans the ring)."""
     r = queue.connection
     k: QueueKeys = queue.keys
     prefix = k.prefix
@@ -115,6 +120,9 @@ def check_invariants(queue: Queue) -> Snapshot:
             validate_lane(lane)
             assert text(r.type(key)) == "zset", f"{key} is not a sorted set"
             (lane_active_keys if kind == "active" else lane_dead_keys)[lane] = key
+        elif rest.startswith(("m:", "lw:")) and rest.partition(":")[2].isdigit():
+            assert text(r.type(key)) == "hash", f"{key} is not a hash"
+            assert int(r.pttl(key)) > 0, f"metrics key {key} has no TTL"
         elif rest.startswith("job:"):
             job_id = validate_job_id(rest[4:])
             assert text(r.type(key)) == "hash", f"{key} is not a hash"
@@ -168,6 +176,15 @@ def check_invariants(queue: Queue) -> Snapshot:
         if lane not in snap.paused
         and (lane not in snap.ceilings or snap.inflight.get(lane, 0) < snap.ceilings[lane])
     }
+    if hollow_ok:
+        hollow = {
+            lane
+            for lane in snap.ring
+            if lane not in snap.lanes
+            and lane not in snap.paused
+            and (lane not in snap.ceilings or snap.inflight.get(lane, 0) < snap.ceilings[lane])
+        }
+        serviceable |= hollow
     assert set(snap.ring) == serviceable, (
         f"ring has {sorted(set(snap.ring) - serviceable)} not serviceable; "
         f"misses serviceable {sorted(serviceable - set(snap.ring))}"

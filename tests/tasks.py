@@ -75,3 +75,18 @@ def attempt_number(context: TaskContext[Any, Any]) -> int:
 @task
 def unserialisable_result() -> Any:
     return object()
+
+
+@task(takes_context=True)
+def cooperative(context: TaskContext[Any, Any]) -> str:
+    """Report progress, then wait (at most 30 s) until a cancel is asked; say so."""
+    from django_emq import cancel_requested, report_progress
+
+    report_progress(context, 0.5, "halfway")
+    _record("start:cooperative")
+    give_up = time.monotonic() + 30
+    while time.monotonic() < give_up:
+        if cancel_requested(context):
+            return "stopped"
+        time.sleep(0.02)
+    return "never asked"

@@ -64,6 +64,12 @@ class CorruptJob(JobError):
     worker makes it dead with this error."""
 
 
+class JobCancelled(JobError):
+    """The error a job is left with when it was cancelled before it ran (or its
+    task stopped when asked to). Kept on the row; raise it from a task that
+    honours :func:`django_emq.cancel_requested` to end as cancelled."""
+
+
 #: Negative codes returned by the Lua scripts, in one place.
 NO_JOB = -1
 STALE_TOKEN = -2
@@ -117,5 +123,6 @@ for _cls in (
     InvalidJobState,
     LeaseExpired,
     CorruptJob,
+    JobCancelled,
 ):
     _cls.__module__ = "django_emq.exceptions"

@@ -41,6 +41,8 @@ class Row:
     RESULT: Final = "result"
     ERROR: Final = "error"
     ERRORS: Final = "errors"
+    CANCEL: Final = "cancel"
+    PROGRESS: Final = "progress"
 
 
 #: Fields of a job row a listing shows.

@@ -14,7 +14,8 @@
   KEYS[8]  depths    zset   lane -> pending depth
   KEYS[9]  stats     hash   queue counters
   derived: <prefix>g:<lane>:pending and <prefix>g:<lane>:active (zsets; the
-           latter holds the lane's claimed ids by claim time), <prefix>job:<id> (hash)
+           latter holds the lane's claimed ids by claim time), <prefix>job:<id> (hash),
+           the history keys of includes/history.lua (a job's first start: its wait)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  lease_ms  lease length; the deadline is server time + lease_ms
@@ -35,6 +36,7 @@
 ]]
 -- @include "now_ms"
 -- @include "item_keys"
+-- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
@@ -93,7 +95,10 @@ for _ = 1, turns do
       local token = (tonumber(row[7]) or 0) + 1
       local workers = worker
       if row[5] and row[5] ~= '' then workers = row[5] .. ',' .. worker end
-      if not row[6] then row[6] = now end
+      if not row[6] then
+        row[6] = now
+        startedJob(prefix, lane, now, row[4])
+      end
       -- group and seq are rewritten from where the job was popped: a row that
       -- lost them (edited by hand) still settles and returns to its lane.
       redis.call('HSET', jk, 'attempts', token, 'state', 'active', 'claimed', now,

@@ -13,7 +13,8 @@
   KEYS[7]  stats     hash   queue counters
   KEYS[8]  wake      list   wake tokens for parked workers
   derived: <prefix>job:<id> (hash) of each job, <prefix>g:<lane>:pending and
-           <prefix>g:<lane>:active (zsets) of each job's lane
+           <prefix>g:<lane>:active (zsets) of each job's lane, the history keys
+           of includes/history.lua (the finished window, this minute's counters)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  ttl_ms    how long a finished row is kept; 0 deletes it now
@@ -27,6 +28,7 @@
 -- @include "item_keys"
 -- @include "fence"
 -- @include "ring"
+-- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], stats = KEYS[7], wake = KEYS[8]}
@@ -63,6 +65,7 @@ end
 if #done > 0 then
   redis.call('ZREM', Q.active, unpack(done))
   redis.call('HINCRBY', Q.stats, 'completed', #done)
+  finishedJobs(prefix, done, now, 'done')
   for _, lane in ipairs(lanes) do
     local ids = byLane[lane]
     redis.call('ZREM', laneActiveKey(prefix, lane), unpack(ids))

@@ -15,6 +15,8 @@
   KEYS[11] job       hash   the job row (emq:{q}:job:<id>)
   KEYS[12] pending   zset   the lane (emq:{q}:g:<lane>:pending)
 
+  derived: <prefix>m:<minute> (hash, includes/history.lua)
+
   ARGV[1]  id            the job id
   ARGV[2]  lane          the lane id (validated by the caller)
   ARGV[3]  task          dotted task path
@@ -23,6 +25,7 @@
   ARGV[6]  max_attempts  failures allowed before the job is dead
   ARGV[7]  run_after     due time in epoch ms; 0 = now
   ARGV[8]  meta          opaque JSON the caller wants kept (may be empty)
+  ARGV[9]  prefix        the queue's key prefix, emq:{q}: (for the history keys)
 
   Returns {1, state} when enqueued (state 'pending' or 'scheduled'),
           {0, state} when the id exists already (nothing changed).
@@ -30,6 +33,7 @@
 -- @include "now_ms"
 -- @include "pending"
 -- @include "ring"
+-- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -50,6 +54,7 @@ redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
   'task', ARGV[3], 'args', ARGV[4], 'kwargs', ARGV[5], 'max', ARGV[6],
   'seq', seq, 'enq', now, 'meta', ARGV[8])
 redis.call('HINCRBY', Q.stats, 'enqueued', 1)
+countEvent(ARGV[9], now, 'enq', 1)
 
 if state == 'scheduled' then
   redis.call('HSET', jk, 'due', due)

@@ -19,7 +19,8 @@
   KEYS[9]  wake      list   wake tokens for parked workers
   KEYS[10] dead      zset   dead job ids by time of death (ms)
   derived: <prefix>g:<lane>:pending, <prefix>g:<lane>:active and
-           <prefix>g:<lane>:dead (zsets), <prefix>job:<id> (hash)
+           <prefix>g:<lane>:dead (zsets), <prefix>job:<id> (hash), the history
+           keys of includes/history.lua (a job left dead)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  limit     at most this many jobs per call
@@ -30,6 +31,7 @@
 ]]
 -- @include "now_ms"
 -- @include "return_to_lane"
+-- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -53,6 +55,7 @@ local function bury(id, jk, lane, expiries, worker)
   redis.call('ZADD', Q.dead, now, id)
   redis.call('ZADD', laneDeadKey(prefix, lane), now, id)
   redis.call('HINCRBY', Q.stats, 'dead', 1)
+  finishedJob(prefix, id, now, 'dead')
   joinRing(Q, lane, laneKey(prefix, lane))  -- its in-flight slot is free
 end
 

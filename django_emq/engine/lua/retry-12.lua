@@ -17,7 +17,8 @@
   KEYS[11] wake      list   wake tokens for parked workers
   KEYS[12] job       hash   the job row
   derived: <prefix>g:<lane>:pending, <prefix>g:<lane>:active and
-           <prefix>g:<lane>:dead (zsets) of the job's lane
+           <prefix>g:<lane>:dead (zsets) of the job's lane, the history keys of
+           includes/history.lua (the finished window, this minute's counters)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  id        the job id
@@ -38,6 +39,7 @@
 -- @include "inflight"
 -- @include "pending"
 -- @include "ring"
+-- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], schedule = KEYS[4],
   dead = KEYS[5], paused = KEYS[6], ceilings = KEYS[7], inflight = KEYS[8],
@@ -64,9 +66,11 @@ if ARGV[6] == 'dead' or fails >= max then
   redis.call('ZADD', Q.dead, now, id)
   redis.call('ZADD', laneDeadKey(prefix, lane), now, id)
   redis.call('HINCRBY', Q.stats, 'dead', 1)
+  finishedJob(prefix, id, now, 'dead')
 else
   local delay = tonumber(ARGV[5])
   redis.call('HINCRBY', Q.stats, 'retried', 1)
+  countEvent(prefix, now, 'retry', 1)
   if delay > 0 then
     state = 'scheduled'
     redis.call('HSET', jk, 'state', state, 'error', ARGV[4], 'due', now + delay)
