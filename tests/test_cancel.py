@@ -134,3 +134,13 @@ def test_a_sharded_queue_routes_job_control_to_the_jobs_shard(r: redis.Redis) ->
     assert sharded.totals().pending == 0
     for shard in sharded.shards:
         check_invariants(shard, hollow_ok=True)
+
+
+def test_a_scheduled_job_runs_now_when_asked(r: redis.Redis, queue: Queue) -> None:
+    later = timezone.now() + timedelta(hours=1)
+    job = queue.enqueue(A, "tests.tasks.noop", run_after=later).job_id
+    queue.run_now(job)
+    assert pending(r, queue, A) == [job]
+    check_invariants(queue)
+    with pytest.raises(InvalidJobState):
+        queue.run_now(job)

@@ -223,3 +223,7 @@ def cancel(k: QueueKeys, job_id: str, ttl_ms: int, error: str) -> Call:
 
 def progress(k: QueueKeys, job_id: str, done: float, note: str) -> Call:
     return Call("progress", [k.job(job_id)], [repr(float(done)), note])
+
+
+def due_now(k: QueueKeys, job_id: str) -> Call:
+    return Call("due_now", [k.schedule, k.job(job_id)], [job_id])

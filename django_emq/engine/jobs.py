@@ -76,6 +76,16 @@ class JobControl:
         check_code(reply, job_id)
         return text(reply)
 
+    def run_now(self, job_id: str) -> None:
+        """Make a scheduled job (deferred, or backing off) due now and move every
+        due job into its lane. ``InvalidJobState`` for a job that is not scheduled."""
+        validate_job_id(job_id)
+        check_code(self._run(calls.due_now(self.keys, job_id)), job_id)
+        self.promote()
+
+    def promote(self) -> tuple[int, int | None]:
+        raise NotImplementedError
+
     def cancel_requested(self, job_id: str) -> bool:
         """Whether a cancel was asked for job ``job_id`` (one read)."""
         validate_job_id(job_id)

@@ -200,6 +200,9 @@ class ShardedQueue(QueueAPI):
     def cancel_requested(self, job_id: str) -> bool:
         return self.shard_for_job(job_id).cancel_requested(job_id)
 
+    def run_now(self, job_id: str) -> None:
+        self.shard_for_job(job_id).run_now(job_id)
+
     def report_progress(self, job_id: str, done: float, note: str = "") -> bool:
         return self.shard_for_job(job_id).report_progress(job_id, done, note)
 
