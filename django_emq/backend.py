@@ -255,3 +255,15 @@ class FairLanesBackend(BaseTaskBackend):
                 ) from None
             return result_from_row(task, result_id, row, self.alias)
         raise TaskResultDoesNotExist(result_id)
+
+
+def configured_queues() -> dict[str, FairLanesBackend]:
+    """Every queue of every ``FairLanesBackend`` in ``TASKS``, by name."""
+    from django.tasks import task_backends
+
+    found: dict[str, FairLanesBackend] = {}
+    for backend in task_backends.all():
+        if isinstance(backend, FairLanesBackend):
+            for name in sorted(backend.queues):
+                found.setdefault(name, backend)
+    return dict(sorted(found.items()))

@@ -45,6 +45,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "SHUTDOWN_GRACE",
         "PREFETCH",
         "SHARDS",
+        "METRICS_TOKEN",
     }
 )
 
@@ -107,6 +108,9 @@ class EMQSettings:
     prefetch: int
     #: Queue name -> shard count, for the queues spread over shards (``EMQ["SHARDS"]``).
     shards: Mapping[str, int] = MappingProxyType({})
+    #: The bearer token that opens the metrics and stats views (``None``: only
+    #: users with ``django_emq.view_lanes``).
+    metrics_token: str | None = None
 
     def brand_for(self, label: str) -> str | None:
         """The lane brand of model ``label`` (``model._meta.label``), any case."""
@@ -198,6 +202,7 @@ def _read() -> tuple[dict[str, Any], list[str]]:
     one_expiry = values.get("max_expiries") == 1
     field("PREFETCH", _positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
     field("SHARDS", _shards, {})
+    field("METRICS_TOKEN", _token, None)
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
     if values["prefetch"] > MAX_PREFETCH:
@@ -208,6 +213,14 @@ def _read() -> tuple[dict[str, Any], list[str]]:
             "leases every beat, so a longer beat lets running jobs' leases expire"
         )
     return values, errors
+
+
+def _token(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) < 16:
+        raise ValueError("must be a string of at least 16 characters (a random secret)")
+    return value
 
 
 def _url(value: object) -> tuple[str | None, str | None]:

@@ -11,22 +11,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import Q
-from django.tasks import task_backends
 from django.urls import reverse
 
-from ..backend import FairLanesBackend
+from ..backend import configured_queues
 from ..engine.ids import unbase62
 from ..lanes import brand_for, lane_for
 
-
-def configured_queues() -> dict[str, FairLanesBackend]:
-    """Every queue of every ``FairLanesBackend`` in ``TASKS``, by name."""
-    found: dict[str, FairLanesBackend] = {}
-    for backend in task_backends.all():
-        if isinstance(backend, FairLanesBackend):
-            for name in sorted(backend.queues):
-                found.setdefault(name, backend)
-    return dict(sorted(found.items()))
+__all__ = ["configured_queues", "lane_links", "lane_owners", "user_lanes"]
 
 
 def lane_owners(lanes: Sequence[str]) -> dict[str, str]:
