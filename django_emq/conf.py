@@ -7,7 +7,8 @@ anything else) changes ``EMQ``, ``DEBUG``, ``BASE_DIR`` or ``AUTH_USER_MODEL``
 
 Invalid values are reported by the system checks (``emq.E002``); using the
 settings while they are invalid raises :class:`ConfigurationError` naming
-every problem. See ``docs/settings.md`` for the reference of every key.
+every problem. The settings page of the documentation is the reference of
+every key.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from .engine.ids import BRAND_RE, JOB_BRAND
 from .engine.placement import MAX_SHARDS, shard_tags
 from .exceptions import ConfigurationError
 from .url import EMBEDDED, check_url
+
+#: The documentation site; hints and messages point at pages under it.
+DOCS = "https://django-emq.readthedocs.io/en/latest/"
 
 #: Every key ``EMQ`` may hold; anything else is reported by ``emq.W001``.
 KNOWN_KEYS: frozenset[str] = frozenset(
@@ -46,6 +50,25 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "PREFETCH",
         "SHARDS",
         "METRICS_TOKEN",
+        "HISTORY",
+    }
+)
+
+#: The keys a backend may set for itself in ``TASKS[alias]["OPTIONS"]`` (how its
+#: jobs are run and kept); the others (the server, lane brands, shards) are global.
+BACKEND_KEYS: frozenset[str] = frozenset(
+    {
+        "LEASE",
+        "MAX_ATTEMPTS",
+        "MAX_EXPIRIES",
+        "RESULT_TTL",
+        "MAX_PAYLOAD",
+        "RETRY_BACKOFF",
+        "RETRY_BACKOFF_MAX",
+        "BEAT",
+        "SHUTDOWN_GRACE",
+        "PREFETCH",
+        "HISTORY",
     }
 )
 
@@ -63,11 +86,16 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "ENQUEUE_TIMEOUT": 5.0,
         "SHUTDOWN_GRACE": 30.0,
         "PREFETCH": 16,
+        "HISTORY": 10,
     }
 )
 
 #: Largest ``EMQ["PREFETCH"]``: what one claim may take at once.
 MAX_PREFETCH = 1000
+#: Largest ``EMQ["HISTORY"]``: worker ids and errors a job's row keeps.
+MAX_HISTORY = 1000
+#: Longest ``EMQ["LEASE"]``, in seconds (24 hours; a claim refuses longer ones).
+MAX_LEASE = 24 * 60 * 60
 
 #: Settings whose change clears the cache.
 WATCHED_SETTINGS = frozenset({"EMQ", "DEBUG", "BASE_DIR", "AUTH_USER_MODEL"})
@@ -111,6 +139,8 @@ class EMQSettings:
     #: The bearer token that opens the metrics and stats views (``None``: only
     #: users with ``django_emq.view_lanes``).
     metrics_token: str | None = None
+    #: How many of the latest worker ids and errors a job's row keeps.
+    history: int = 10
 
     def brand_for(self, label: str) -> str | None:
         """The lane brand of model ``label`` (``model._meta.label``), any case."""
@@ -123,6 +153,7 @@ class EMQSettings:
             "max_expiries": self.max_expiries,
             "result_ttl": timedelta(seconds=self.result_ttl),
             "max_payload": self.max_payload,
+            "history": self.history,
         }
 
 
@@ -135,9 +166,39 @@ def emq_settings() -> EMQSettings:
     return EMQSettings(**values)
 
 
+@functools.cache
+def backend_settings(alias: str) -> EMQSettings:
+    """The settings backend ``alias`` runs with: ``EMQ``, with the keys its
+    ``TASKS[alias]["OPTIONS"]`` sets in their place. ``ConfigurationError``
+    naming every invalid value."""
+    values, errors = _read(alias)
+    if errors:
+        raise ConfigurationError(f"invalid settings for backend {alias!r}: " + "; ".join(errors))
+    return EMQSettings(**values)
+
+
 def clear_cache() -> None:
     """Forget the cached settings (they are read again on next use)."""
     emq_settings.cache_clear()
+    backend_settings.cache_clear()
+
+
+def option_problems(alias: str) -> list[str]:
+    """Every problem of ``TASKS[alias]["OPTIONS"]``: keys that are not backend
+    keys, and values that are invalid (alone or with the ``EMQ`` they join)."""
+    options = _options(alias)
+    if not isinstance(options, Mapping):
+        return [f"{_where(alias)} must be a dict, not {type(options).__name__}"]
+    errors = [
+        f"{_where(alias)}[{key!r}] is set for every backend at once: put it in EMQ"
+        if key in KNOWN_KEYS
+        else f"{_where(alias)} has an unknown key {key!r}"
+        for key in sorted(map(str, options))
+        if key not in BACKEND_KEYS
+    ]
+    if not problems():  # EMQ's own problems are reported once, as emq.E002
+        errors += _read(alias)[1]
+    return errors
 
 
 def problems() -> list[str]:
@@ -162,8 +223,20 @@ def _raw() -> object:
     return getattr(settings, "EMQ", None) or {}
 
 
-def _read() -> tuple[dict[str, Any], list[str]]:
-    """Parse every key: (field values for :class:`EMQSettings`, error messages)."""
+def _options(alias: str) -> object:
+    from django.conf import settings
+
+    params = getattr(settings, "TASKS", {}).get(alias, {})
+    return params.get("OPTIONS", {}) if isinstance(params, Mapping) else {}
+
+
+def _where(alias: str) -> str:
+    return f"TASKS[{alias!r}]['OPTIONS']"
+
+
+def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Parse every key: (field values for :class:`EMQSettings`, error messages).
+    With ``alias``, the backend keys of that backend's ``OPTIONS`` win."""
     from django.conf import settings
 
     raw = _raw()
@@ -171,13 +244,19 @@ def _read() -> tuple[dict[str, Any], list[str]]:
     if not isinstance(raw, Mapping):
         errors.append(f"EMQ must be a dict, not {type(raw).__name__}")
         raw = {}
+    options = _options(alias) if alias is not None else {}
+    if not isinstance(options, Mapping):
+        options = {}
+    options = {k: v for k, v in options.items() if k in BACKEND_KEYS}
+    raw = {**raw, **options}
     values: dict[str, Any] = {}
 
     def field(key: str, parse: Callable[[Any], Any], default: Any) -> None:
         try:
             values[key.lower()] = parse(raw.get(key, default))
         except ValueError as exc:
-            errors.append(f"EMQ[{key!r}] {exc}")
+            where = f"{_where(str(alias))}[{key!r}]" if key in options else f"EMQ[{key!r}]"
+            errors.append(f"{where} {exc}")
             values[key.lower()] = default
 
     url, url_error = _url(raw.get("URL"))
@@ -203,8 +282,13 @@ def _read() -> tuple[dict[str, Any], list[str]]:
     field("PREFETCH", _positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
     field("SHARDS", _shards, {})
     field("METRICS_TOKEN", _token, None)
+    field("HISTORY", _positive_int, DEFAULTS["HISTORY"])
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
+    if values["history"] > MAX_HISTORY:
+        errors.append(f"EMQ['HISTORY'] must be at most {MAX_HISTORY}, not {values['history']}")
+    if values["lease"] > MAX_LEASE:
+        errors.append(f"EMQ['LEASE'] must be at most {MAX_LEASE} seconds (24 hours)")
     if values["prefetch"] > MAX_PREFETCH:
         errors.append(f"EMQ['PREFETCH'] must be at most {MAX_PREFETCH}, not {values['prefetch']}")
     if values["beat"] >= values["lease"]:
@@ -337,3 +421,7 @@ def _positive_int(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"must be a whole number of at least 1, not {value!r}")
     return value
+
+
+# The environment reader lives in its own module; it is part of this one's API.
+from .env import env_settings as env_settings  # noqa: E402

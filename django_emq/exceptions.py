@@ -8,6 +8,7 @@ from .engine.exceptions import (
     STALE_TOKEN,
     UNAVAILABLE,
     CorruptJob,
+    CorruptKeyspace,
     EMQError,
     EnqueueError,
     InvalidArguments,
@@ -20,6 +21,7 @@ from .engine.exceptions import (
     StaleToken,
     check_code,
     refusal,
+    script_error,
 )
 
 
@@ -34,6 +36,7 @@ __all__ = [
     "UNAVAILABLE",
     "ConfigurationError",
     "CorruptJob",
+    "CorruptKeyspace",
     "EMQError",
     "EnqueueError",
     "InvalidArguments",
@@ -46,4 +49,5 @@ __all__ = [
     "StaleToken",
     "check_code",
     "refusal",
+    "script_error",
 ]

@@ -112,6 +112,7 @@ def test_the_job_page_shows_everything_about_a_job(q: Queue, viewer: Client) -> 
     assert "<b>x</b>" not in page, "arguments are escaped"
     assert "Show all" in page, "long arguments are cut"
     assert page.count('class="emq-attempt"') == 3
+    assert page.count('class="emq-failure"') == 2
     assert "boom 0" in page
     assert "boom 1" in page
     assert "a quarter" in page

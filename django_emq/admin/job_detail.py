@@ -9,7 +9,7 @@ from typing import Any
 
 from ..engine.jobs import parse_progress
 from ..engine.payload import decode
-from ..engine.rows import Row
+from ..engine.rows import Row, worker_ids
 from .display import duration, moment, split_error
 
 #: Characters of arguments or a result shown before "show all".
@@ -38,24 +38,31 @@ def pretty(raw: str | None) -> dict[str, Any]:
 
 
 def attempts(row: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Every attempt: its number, the worker that ran it, its error (class,
-    last line, traceback) when it failed. The row keeps the workers in claim
-    order and the errors in failure order."""
-    workers = [w for w in row.get(Row.WORKERS, "").split(",") if w]
+    """Every attempt (claim): its number and the worker that ran it (``?`` for
+    claims older than the row keeps, EMQ ``HISTORY``)."""
+    claims = _int(row.get(Row.ATTEMPTS)) or 0
+    return [
+        {"number": number, "worker": worker}
+        for number, worker in enumerate(worker_ids(row.get(Row.WORKERS, ""), claims), start=1)
+    ]
+
+
+def failures(row: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every failure the row keeps (the latest EMQ ``HISTORY`` of them), each
+    numbered among all the job's failures: class, last line, traceback."""
     try:
         errors = json.loads(row.get(Row.ERRORS) or "[]")
     except ValueError:
         errors = []
     if not isinstance(errors, list):
         errors = []
+    total = _int(row.get(Row.ERRORS_TOTAL)) or len(errors)
     shown = []
-    for number in range(1, max(len(workers), len(errors)) + 1):
-        error = errors[number - 1] if number <= len(errors) else None
-        error_class, traceback = split_error(str(error)) if error is not None else ("", "")
+    for offset, error in enumerate(errors):
+        error_class, traceback = split_error(str(error))
         shown.append(
             {
-                "number": number,
-                "worker": workers[number - 1] if number <= len(workers) else "",
+                "number": total - len(errors) + offset + 1,
                 "error_class": error_class,
                 "error_line": traceback.strip().splitlines()[-1] if traceback.strip() else "",
                 "traceback": traceback,
@@ -89,6 +96,7 @@ def job_facts(row: Mapping[str, str], server_ms: int) -> dict[str, Any]:
         "kwargs": pretty(row.get(Row.KWARGS)),
         "result": pretty(row.get(Row.RESULT)) if row.get(Row.STATE) == "done" else None,
         "attempts": attempts(row),
+        "failures": failures(row),
         "progress": progress,
         "progress_at": None if progress is None else moment(progress.at_ms),
     }

@@ -55,6 +55,7 @@ class JobControl:
 
     keys: QueueKeys
     result_ttl_ms: int
+    history: int
     connection: Client
 
     def _run(self, call: calls.Call, client: Any = None) -> Any:
@@ -72,7 +73,8 @@ class JobControl:
         ``InvalidJobState`` for one that has finished (nothing changes then).
         """
         validate_job_id(job_id)
-        reply = self._run(calls.cancel(self.keys, job_id, self.result_ttl_ms, CANCELLED_ERROR))
+        call = calls.cancel(self.keys, job_id, self.result_ttl_ms, CANCELLED_ERROR, self.history)
+        reply = self._run(call)
         check_code(reply, job_id)
         return text(reply)
 

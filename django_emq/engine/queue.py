@@ -2,9 +2,9 @@
 
 Every state change is one Lua script (see ``django_emq/engine/lua/``); reads are
 plain commands, pipelined so each public call is one round trip. The calls are
-spread over small parts: the keyword forms (:mod:`.api`), lane control and dead
-jobs (:mod:`.control`), the reads (:mod:`.reads`) and the values they speak in
-(:mod:`.records`); this module holds the job's path through the queue.
+spread over small parts: the keyword forms (``.api``), lane control and dead
+jobs (``.control``), the reads (``.reads``) and the values they speak in
+(``.records``); this module holds the job's path through the queue.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from redis.exceptions import NoScriptError, RedisClusterException
 from . import calls
 from .api import QueueAPI
 from .control import BATCH, LaneControl
-from .exceptions import EnqueueError, JobError, check_code
+from .exceptions import CorruptKeyspace, EnqueueError, JobError, check_code, script_error
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .jobs import JobControl
 from .keys import QueueKeys
@@ -27,7 +27,10 @@ from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text
 from .reads import QueueReads
 from .records import (
     CLAIM_STRIDE,
+    DEFAULT_HISTORY,
     MAX_BATCH,
+    MAX_DELAY_MS,
+    MAX_LEASE_MS,
     MAX_WEIGHT,
     RUN_AFTER_PAST_LIMIT,
     WORKER_ID_RE,
@@ -37,8 +40,10 @@ from .records import (
     JobSpec,
     LaneInfo,
     Totals,
+    as_int,
     default_worker_id,
     encode_outcomes,
+    error_text,
     parse_claims,
     positive_int,
     refusals,
@@ -75,7 +80,8 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
     ``result_ttl`` is how long a finished job's row (its result) is kept,
     ``max_attempts`` how many failures a job may have before it is dead, and
     ``max_expiries`` how many times its lease may expire (its worker died or
-    froze) before it is dead rather than returned to its lane.
+    froze) before it is dead rather than returned to its lane. ``history`` is
+    how many of the latest claimers' ids and errors a job's row keeps.
     """
 
     def __init__(
@@ -87,6 +93,7 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         max_expiries: int = 3,
         result_ttl: timedelta = timedelta(days=1),
         max_payload: int = DEFAULT_MAX_PAYLOAD,
+        history: int = DEFAULT_HISTORY,
     ) -> None:
         self.name = name
         self.keys = QueueKeys(name)
@@ -95,6 +102,7 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         self.max_expiries = positive_int("max_expiries", max_expiries)
         self.result_ttl_ms = int(result_ttl.total_seconds() * 1000)
         self.max_payload = max_payload
+        self.history = positive_int("history", history, 1000)
         self._scripts = Scripts(connection)
         #: A plain queue is a sharded queue of one.
         self.shards: tuple[Queue, ...] = (self,)
@@ -140,20 +148,22 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         )
 
     def enqueue_spec(self, spec: JobSpec) -> Enqueued:
-        """:meth:`enqueue` of one :class:`JobSpec`."""
+        """``enqueue`` of one ``JobSpec``."""
         call = self.prepare(spec)
         try:
             reply = self._run(call)
+        except CorruptKeyspace:
+            raise
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
-        return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
+        return _enqueued(call, reply)
 
     def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
-        """:meth:`enqueue_many` of :class:`JobSpec` values."""
+        """``enqueue_many`` of ``JobSpec`` values."""
         return self.send_prepared([self.prepare(spec) for spec in specs])
 
     def send_prepared(self, prepared: Sequence[calls.Call]) -> list[Enqueued]:
-        """Run enqueue calls from :meth:`prepare` in one round trip."""
+        """Run enqueue calls from ``prepare`` in one round trip."""
         if not prepared:
             return []
         pipe = self.connection.pipeline(transaction=False)
@@ -172,16 +182,16 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
         for reply in replies:
+            reply = script_error(reply) if isinstance(reply, Exception) else reply
+            if isinstance(reply, CorruptKeyspace):
+                raise reply
             if isinstance(reply, redis.RedisError):
                 # Jobs before it in the batch may be admitted: retrying the batch
                 # under the same job ids admits each job once.
                 raise self._enqueue_error(reply) from reply
             if isinstance(reply, Exception):
                 raise reply
-        return [
-            Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
-            for call, reply in zip(prepared, replies, strict=True)
-        ]
+        return [_enqueued(call, reply) for call, reply in zip(prepared, replies, strict=True)]
 
     def _enqueue_error(self, exc: Exception) -> EnqueueError:
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | RedisClusterException):
@@ -191,7 +201,7 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
     # -- the worker's side ---------------------------------------------------
 
     def claim_shard(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
-        """:meth:`claim` answered with the queue the claims came from (this one)."""
+        """``claim`` answered with the queue the claims came from (this one)."""
         claims = parse_claims(self._run(self._claim_call(request)))
         return (self, claims) if claims else None
 
@@ -199,7 +209,12 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         checked = request.checked()
         assert checked.max_jobs is not None  # filled in by checked()
         return calls.claim(
-            self.keys, checked.lease_ms, checked.turns, checked.worker, checked.max_jobs
+            self.keys,
+            checked.lease_ms,
+            checked.turns,
+            checked.worker,
+            checked.max_jobs,
+            self.history,
         )
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
@@ -224,11 +239,11 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         return self.record(call)
 
     def record(self, call: calls.Call) -> list[JobError | None]:
-        """Run a complete call from :meth:`complete_call`; the refusals, in order."""
+        """Run a complete call from ``complete_call``; the refusals, in order."""
         return refusals(call.args[2::3], self._run(call))
 
     def complete_call(self, encoded: Sequence[tuple[str, int, str]]) -> calls.Call | None:
-        """The complete call for outcomes from :func:`encode_outcomes`."""
+        """The complete call for outcomes from ``encode_outcomes``."""
         return calls.complete(self.keys, encoded, self.result_ttl_ms) if encoded else None
 
     def complete_then_claim(
@@ -242,14 +257,14 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         worker_id: str | None = None,
         max_jobs: int | None = None,
     ) -> tuple[list[Claim], Exception | None]:
-        """:meth:`complete`, then :meth:`claim`, in one round trip: a worker's next
+        """``complete``, then ``claim``, in one round trip: a worker's next
         turn rides along with its last outcome.
 
         Answers the claims (empty when no lane is serviceable, or when the claim
         failed: the caller claims again on its own) and the complete's error
         (``StaleToken``...), returned instead of raised so the claims, whose
         leases are held, are never dropped. A lost connection raises: whether
-        the complete landed is unknown, and retrying it with :meth:`complete`
+        the complete landed is unknown, and retrying it with ``complete``
         is safe (it is fenced by the token); a claim that landed unseen is
         reaped when its lease runs out, like any lost claim reply.
         """
@@ -267,13 +282,13 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         worker_id: str | None = None,
         max_jobs: int | None = None,
     ) -> tuple[list[Claim], list[Exception | None]]:
-        """:meth:`complete_many`, then :meth:`claim`, in one round trip.
+        """``complete_many``, then ``claim``, in one round trip.
 
         Answers the claims and one entry per outcome: ``None`` when recorded,
         else what refused it (``StaleToken``, ``JobNotFound``, or the server's
         error for the whole batch, a lost connection included), returned rather
         than raised so the claims, whose leases are held, are never dropped. A
-        connection lost before any reply raises, as in :meth:`complete_then_claim`.
+        connection lost before any reply raises, as in ``complete_then_claim``.
         """
         take = self._claim_call(ClaimRequest(lease_ms, turns, worker_id, max_jobs))
         done = self.complete_call(encode_outcomes(outcomes))
@@ -300,26 +315,28 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         if done is None:
             return claims, []
         if isinstance(done_reply, Exception):
-            return claims, [done_reply] * len(outcomes)
+            return claims, [script_error(done_reply)] * len(outcomes)
         return claims, list(refusals(done.args[2::3], done_reply or []))
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of
         attempts. Returns the job's new state (``pending``, ``scheduled`` or ``dead``)."""
-        if delay_ms < 0:
-            raise ValueError(f"delay_ms cannot be negative ({delay_ms})")
-        reply = self._run(calls.retry(self.keys, job_id, token, error, delay_ms, dead=False))
+        positive_int("delay_ms", delay_ms, MAX_DELAY_MS, minimum=0)
+        reply = self._run(
+            calls.retry(self.keys, job_id, token, error_text(error), delay_ms, False, self.history)
+        )
         check_code(reply, job_id)
         return text(reply[1])
 
     def fail(self, job_id: str, token: int, error: str) -> None:
         """Record a failure that retrying cannot fix: the job is dead now."""
-        reply = self._run(calls.retry(self.keys, job_id, token, error, 0, dead=True))
+        call = calls.retry(self.keys, job_id, token, error_text(error), 0, True, self.history)
+        reply = self._run(call)
         check_code(reply, job_id)
 
     def extend(self, job_id: str, token: int, lease_ms: int) -> int:
         """Push the lease to server time + ``lease_ms``; returns the new deadline (ms)."""
-        positive_int("lease_ms", lease_ms)
+        positive_int("lease_ms", lease_ms, MAX_LEASE_MS)
         reply = self._run(calls.extend(self.keys, job_id, token, lease_ms))
         check_code(reply, job_id)
         return int(reply)
@@ -336,7 +353,10 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         ``LeaseExpired`` error: a poison job does not come back forever."""
         reaped: list[str] = []
         while True:
-            batch = [text(i) for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries))]
+            batch = [
+                text(i)
+                for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries, self.history))
+            ]
             reaped += batch
             if len(batch) < BATCH:
                 return reaped
@@ -353,3 +373,8 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
             total += int(count)
             if int(count) < BATCH:
                 return total, (None if int(next_due) < 0 else int(next_due))
+
+
+def _enqueued(call: calls.Call, reply: Sequence[Any]) -> Enqueued:
+    """What the enqueue script's reply ``{new?, state, enq}`` stands for."""
+    return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0, as_int(reply[2]))

@@ -10,10 +10,12 @@
   Returns 1, or -1 (no such job) / -3 (the job is not scheduled).
 ]]
 -- @include "now_ms"
+-- @include "check"
 
-local state = redis.call('HGET', KEYS[2], 'state')
+local state = guard(KEYS[2], 'HGET', KEYS[2], 'state')
 if not state then return -1 end
 if state ~= 'scheduled' then return -3 end
+expectType(KEYS[1], 'zset')
 local now = nowMs()
 redis.call('ZADD', KEYS[1], 'XX', now, ARGV[1])
 redis.call('HSET', KEYS[2], 'due', now)

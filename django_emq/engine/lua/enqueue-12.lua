@@ -15,8 +15,6 @@
   KEYS[11] job       hash   the job row (emq:{q}:job:<id>)
   KEYS[12] pending   zset   the lane (emq:{q}:g:<lane>:pending)
 
-  derived: <prefix>m:<minute> (hash, includes/history.lua)
-
   ARGV[1]  id            the job id
   ARGV[2]  lane          the lane id (validated by the caller)
   ARGV[3]  task          dotted task path
@@ -26,11 +24,16 @@
   ARGV[7]  run_after     due time in epoch ms; 0 = now
   ARGV[8]  meta          opaque JSON the caller wants kept (may be empty)
   ARGV[9]  prefix        the queue's key prefix, emq:{q}: (for the history keys)
+  derived: <prefix>m:<minute> (hash, includes/history.lua)
 
-  Returns {1, state} when enqueued (state 'pending' or 'scheduled'),
-          {0, state} when the id exists already (nothing changed).
+  Returns {1, state, enq} when enqueued (state 'pending' or 'scheduled'),
+          {0, state, enq} when the id exists already (nothing changed);
+          enq is the row's enqueue time (server clock, epoch ms), so the
+          caller's result carries the time a read-back shows.
 ]]
 -- @include "now_ms"
+-- @include "check"
+-- @include "counter"
 -- @include "pending"
 -- @include "ring"
 -- @include "history"
@@ -41,27 +44,38 @@ local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4
 local jk, pendingKey = KEYS[11], KEYS[12]
 local id, lane = ARGV[1], ARGV[2]
 
-local existing = redis.call('HGET', jk, 'state')
-if existing then return {0, existing} end
+-- Read and check first: nothing is written until every key this call writes
+-- is known to hold its type.
+local existing = guard(jk, 'HGET', jk, 'state')
+if existing then return {0, existing, tonumber(redis.call('HGET', jk, 'enq')) or 0} end
 
 local now = nowMs()
-local seq = redis.call('INCR', KEYS[9])
 local due = tonumber(ARGV[7])
 local state = 'pending'
 if due > now then state = 'scheduled' end
+local joins = false
+if state == 'scheduled' then
+  checkQ(Q, {'schedule', 'stats'})
+else
+  checkQ(Q, {'depths', 'stats'})
+  expectType(pendingKey, 'zset')
+  joins = willJoin(Q, lane, pendingKey, 1, 0)
+  if joins then checkQ(Q, {'ring', 'wake'}) end
+end
+local seq = guard(KEYS[9], 'INCR', KEYS[9])  -- the first write: it fails alone
 
 redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
   'task', ARGV[3], 'args', ARGV[4], 'kwargs', ARGV[5], 'max', ARGV[6],
   'seq', seq, 'enq', now, 'meta', ARGV[8])
-redis.call('HINCRBY', Q.stats, 'enqueued', 1)
+addCount(Q.stats, 'enqueued', 1, 1)
 countEvent(ARGV[9], now, 'enq', 1)
 
 if state == 'scheduled' then
   redis.call('HSET', jk, 'due', due)
   redis.call('ZADD', Q.schedule, due, id)
-  return {1, state}
+  return {1, state, now}
 end
 
 addPending(Q, lane, pendingKey, id, seq)
-joinRing(Q, lane, pendingKey)
-return {1, state}
+if joins then enterRing(Q, lane) end
+return {1, state, now}

@@ -11,8 +11,9 @@
   Returns 1 when kept, 0 when the job is not running, -1 (no such job).
 ]]
 -- @include "now_ms"
+-- @include "check"
 
-local state = redis.call('HGET', KEYS[1], 'state')
+local state = guard(KEYS[1], 'HGET', KEYS[1], 'state')
 if not state then return -1 end
 if state ~= 'active' then return 0 end
 redis.call('HSET', KEYS[1], 'progress',

@@ -16,11 +16,15 @@
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  limit     at most this many jobs per call
 
+  Every key, the due jobs' rows and their lanes included, is checked before
+  the first write (check.lua).
+
   Returns {promoted, next_due_ms} where next_due_ms is the due time of the
   earliest job still scheduled, or -1 when none is.
 ]]
 -- @include "now_ms"
 -- @include "item_keys"
+-- @include "check"
 -- @include "pending"
 -- @include "ring"
 
@@ -28,11 +32,25 @@ local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
   wake = KEYS[9]}
 local prefix = ARGV[1]
+
+-- reads and checks: the due jobs, their rows, their lanes
+checkQ(Q)
 local due = redis.call('ZRANGEBYSCORE', Q.schedule, '-inf', nowMs(), 'LIMIT', 0, tonumber(ARGV[2]))
+local jobs, checked = {}, {}
 for _, id in ipairs(due) do
-  redis.call('ZREM', Q.schedule, id)
   local jk = jobKey(prefix, id)
-  local row = redis.call('HMGET', jk, 'group', 'seq')
+  local row = guard(jk, 'HMGET', jk, 'group', 'seq')
+  if row[1] and not checked[row[1]] then
+    expectType(laneKey(prefix, row[1]), 'zset')
+    checked[row[1]] = true
+  end
+  jobs[#jobs + 1] = {id, jk, row}
+end
+
+-- writes
+for _, job in ipairs(jobs) do
+  local id, jk, row = job[1], job[2], job[3]
+  redis.call('ZREM', Q.schedule, id)
   if row[1] then
     local pendingKey = laneKey(prefix, row[1])
     -- A row that lost its seq (edited by hand) goes to the head of its lane

@@ -11,6 +11,9 @@
 --   <prefix>lw:<hour>    hash  every lane's wait histogram for one hour
 --                              (field <lane>:<b>); expires after LANE_WAIT_TTL_MS
 -- A script sets a key's TTL once per call (not per job), whatever it counts.
+-- Every write here goes through redis.pcall and its errors are dropped: the
+-- history is a by-product, and a damaged history key (edited by hand) must
+-- never fail, half-way, the script that moves a job.
 -- Bucket b holds waits w (ms) with 2^(b/2) <= w < 2^((b+1)/2); waits under 1 ms
 -- fall in bucket 0. Python reads these keys (django_emq.engine.history) with
 -- the same constants.
@@ -24,10 +27,10 @@ local expiring = {}
 -- counted(key, field, n, ttl): add n to hash field `field`; the key's TTL is
 -- (re)set the first time this script call touches it.
 local function counted(key, field, n, ttl)
-  redis.call('HINCRBY', key, field, n)
+  redis.pcall('HINCRBY', key, field, n)
   if not expiring[key] then
     expiring[key] = true
-    redis.call('PEXPIRE', key, ttl)
+    redis.pcall('PEXPIRE', key, ttl)
   end
 end
 
@@ -42,14 +45,15 @@ end
 local function finishedJobs(prefix, ids, now, field)
   if #ids == 0 then return end
   local key = prefix .. 'finished'
-  local pairs = {}
+  local members = {}
   for i, id in ipairs(ids) do
-    pairs[2 * i - 1] = now
-    pairs[2 * i] = id
+    members[2 * i - 1] = now
+    members[2 * i] = id
   end
-  redis.call('ZADD', key, unpack(pairs))
-  if redis.call('ZCARD', key) > FINISHED_WINDOW then
-    redis.call('ZREMRANGEBYRANK', key, 0, -FINISHED_WINDOW - 1)
+  redis.pcall('ZADD', key, unpack(members))
+  local size = redis.pcall('ZCARD', key)
+  if type(size) == 'number' and size > FINISHED_WINDOW then
+    redis.pcall('ZREMRANGEBYRANK', key, 0, -FINISHED_WINDOW - 1)
   end
   countEvent(prefix, now, field, #ids)
 end
