@@ -13,7 +13,7 @@ A task that takes the context (``@task(takes_context=True)``) calls::
             report_progress(context, i / len(SIZES), f"resizing to {size}")
             ...
 
-:func:`report_progress` writes at most once per :data:`PROGRESS_INTERVAL`
+``report_progress`` writes at most once per ``PROGRESS_INTERVAL``
 seconds per job (a final ``1.0`` always goes through): a task may call it in
 a tight loop.
 """
@@ -37,7 +37,7 @@ from .exceptions import JobNotFound
 
 #: Least seconds between two progress writes of one job.
 PROGRESS_INTERVAL = 1.0
-#: Seconds between two looks at the cancel flag by :func:`stop_when_cancelled`.
+#: Seconds between two looks at the cancel flag by ``stop_when_cancelled``.
 CANCEL_POLL = 1.0
 
 _last_write: dict[str, float] = {}
@@ -52,8 +52,7 @@ def _queue_of(result: TaskResult[Any, Any]) -> AnyQueue:
 
 
 def cancel(result_id: str, backend: str = "default") -> str:
-    """Cancel the job behind ``result_id`` (see :meth:`Queue.cancel
-    <django_emq.engine.queue.Queue.cancel>`): ``"cancelled"`` for a job that had not
+    """Cancel the job behind ``result_id`` (see ``Queue.cancel``): ``"cancelled"`` for a job that had not
     started, ``"requested"`` for a running one. ``TaskResultDoesNotExist`` when
     no queue of the backend holds it; ``InvalidJobState`` when it has finished."""
     found = task_backends[backend]
@@ -72,7 +71,7 @@ def cancel(result_id: str, backend: str = "default") -> str:
 
 
 def cancel_requested(context: TaskContext[Any, Any]) -> bool:
-    """Whether an operator (or :func:`cancel`) asked the running task to stop.
+    """Whether an operator (or ``cancel``) asked the running task to stop.
     One read of the job's row."""
     result = context.task_result
     return _queue_of(result).cancel_requested(result.id)
@@ -80,9 +79,9 @@ def cancel_requested(context: TaskContext[Any, Any]) -> bool:
 
 def report_progress(context: TaskContext[Any, Any], done: float, note: str = "") -> bool:
     """Keep how far the running task has got (``done`` from 0 to 1, a short note)
-    on its job, shown on the admin's job page and read by :func:`progress`.
+    on its job, shown on the admin's job page and read by ``progress``.
     Skipped (answers False) when the job wrote less than
-    :data:`PROGRESS_INTERVAL` seconds ago, unless ``done`` is 1."""
+    ``PROGRESS_INTERVAL`` seconds ago, unless ``done`` is 1."""
     job_id = context.task_result.id
     now = time.monotonic()
     with _lock:
@@ -103,7 +102,7 @@ def progress(result: TaskResult[Any, Any]) -> Progress | None:
 
 async def stop_when_cancelled(context: TaskContext[Any, Any], running: asyncio.Task[Any]) -> None:
     """The worker's hook for coroutine tasks: look at the cancel flag every
-    :data:`CANCEL_POLL` seconds and cancel ``running`` (the task's asyncio
+    ``CANCEL_POLL`` seconds and cancel ``running`` (the task's asyncio
     task) at its next ``await`` once a cancel is asked. Ends when ``running``
     does; a worker starts it beside each coroutine task that should honour
     cancels."""

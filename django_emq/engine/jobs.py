@@ -51,7 +51,7 @@ def parse_progress(raw: Any) -> Progress | None:
 
 
 class JobControl:
-    """``cancel``, ``cancel_requested`` and ``report_progress``, for :class:`Queue`."""
+    """``cancel``, ``cancel_requested`` and ``report_progress``, for ``Queue``."""
 
     keys: QueueKeys
     result_ttl_ms: int
@@ -68,7 +68,7 @@ class JobControl:
         (answers ``"cancelled"``) and reads back as a failed result whose error
         is ``django_emq.exceptions.JobCancelled``. A running job is asked to
         stop (answers ``"requested"``): its task sees
-        :func:`django_emq.cancel_requested` turn true and stops at a point of
+        ``django_emq.cancel_requested`` turn true and stops at a point of
         its own choosing. Raises ``JobNotFound`` for no such job and
         ``InvalidJobState`` for one that has finished (nothing changes then).
         """
