@@ -53,8 +53,9 @@ def _queue_of(result: TaskResult[Any, Any]) -> AnyQueue:
 
 def cancel(result_id: str, backend: str = "default") -> str:
     """Cancel the job behind ``result_id`` (see ``Queue.cancel``): ``"cancelled"``
-    for a job that had not started, ``"requested"`` for a running one. ``TaskResultDoesNotExist`` when
-    no queue of the backend holds it; ``InvalidJobState`` when it has finished."""
+    for a job that had not started, ``"requested"`` for a running one.
+    ``TaskResultDoesNotExist`` when no queue of the backend holds it;
+    ``InvalidJobState`` when it has finished."""
     found = task_backends[backend]
     if not isinstance(found, FairLanesBackend):
         raise TypeError(f"backend {backend!r} is not a FairLanesBackend")
