@@ -320,6 +320,8 @@ class LaneAdmin(ActionViews, ModelAdmin):
                 for name in ACTIONS
             },
             here=request.get_full_path(),
+            job_base=reverse("admin:django_emq_job_changelist", current_app=self.admin_site.name)
+            + f"{queue.name}/",
         )
         return TemplateResponse(request, "admin/django_emq/lane.html", context)
 
