@@ -463,7 +463,8 @@ def test_the_detail_lists_dead_jobs_with_error_and_traceback(q: Queue, viewer: C
     (plain,) = make_dead(q, A, error="RuntimeError: raw text")
     page = html(viewer.get(detail(A)))
     dead = page[page.index('id="emq-dead"') :]
-    assert re.findall(r'emq-id"><a href="[^"]+">(JOB\w+)<', dead) == [plain, structured], "latest death first"
+    found = re.findall(r'emq-id"><a href="[^"]+">(JOB\w+)<', dead)
+    assert found == [plain, structured], "latest death first"
     assert "<strong>builtins.ValueError</strong>" in dead
     assert "ValueError: boom" in dead
     assert "File &quot;x.py&quot;, line 1" in dead, "the traceback, escaped"
