@@ -69,9 +69,10 @@ def line_chart(title: str, lines: Sequence[Line], labels: Sequence[str], unit: s
         if i < len(labels):
             parts.append(
                 format_html(
-                    '<text class="emq-tick" x="{}" y="{}" text-anchor="middle">{}</text>',
+                    '<text class="emq-tick" x="{}" y="{}" text-anchor="{}">{}</text>',
                     f"{x(i):.1f}",
                     HEIGHT - 6,
+                    "start" if i == 0 else "end" if i == n - 1 else "middle",
                     labels[i],
                 )
             )
