@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from django_emq.admin import JobAdmin
 from django_emq.engine.queue import Queue
+from django_emq.engine.rows import heartbeat
 
 from .helpers import claim_one, dump, fill, lane
 from .invariants import check_invariants
@@ -190,9 +191,17 @@ def test_the_workers_page_lists_workers_and_the_jobs_they_hold(q: Queue, viewer:
     assert claim is not None
     from django_emq.engine import browse
 
-    beat(q, "host-a:11", browse.overview(q).server_ms)
+    now = browse.overview(q).server_ms
+    record = heartbeat(host="host-a", pid=11, done=40, running=1, beat_ms=now,
+                       queues=("default",), concurrency=8, failed=2,
+                       started_ms=now - 3_723_000)  # fmt: skip
+    q.connection.hset(q.keys.workers, "host-a:11", record)
+    beat(q, "old:1", now)
     page = html(viewer.get(JOBS + "workers/"))
     assert "host-a:11" in page
+    assert "1 h 2 min" in page, "its uptime"
+    row = page[page.index("host-a:11") :]
+    assert re.search(r">8<.*>40<.*>2<", row, re.S), "concurrency, done, failed"
     assert job_url(claim[0].job_id) in page
 
 

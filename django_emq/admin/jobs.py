@@ -342,6 +342,11 @@ class JobAdmin(JobActionViews, ChartViews, ModelAdmin):
                             "alive": bool(beat.beat_ms)
                             and view.server_ms - (beat.beat_ms or 0) <= 60_000,
                             "jobs": by_worker.get(beat.worker_id, []),
+                            "uptime": (
+                                None
+                                if beat.started_ms is None or beat.beat_ms is None
+                                else duration(beat.beat_ms - beat.started_ms)
+                            ),
                         }
                         for beat in view.workers
                     ],

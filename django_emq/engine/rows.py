@@ -94,11 +94,47 @@ class WorkerBeat:
     done: int | None
     running: int | None
     beat_ms: int | None
+    #: Optional in a record (a worker that does not write them shows "?"):
+    #: the queues it serves, its concurrency, the jobs that failed on it, and
+    #: when it started (ms, the worker's clock).
+    queues: tuple[str, ...] = ()
+    concurrency: int | None = None
+    failed: int | None = None
+    started_ms: int | None = None
 
 
-def heartbeat(*, host: str, pid: int, done: int, running: int, beat_ms: int) -> str:
-    """The record a worker's beat stores under its id."""
-    return json.dumps({"host": host, "pid": pid, "done": done, "beat": beat_ms, "running": running})
+def heartbeat(
+    *,
+    host: str,
+    pid: int,
+    done: int,
+    running: int,
+    beat_ms: int,
+    queues: tuple[str, ...] = (),
+    concurrency: int | None = None,
+    failed: int | None = None,
+    started_ms: int | None = None,
+) -> str:
+    """The record a worker's beat stores under its id (the optional fields are
+    left out when not given)."""
+    record: dict[str, Any] = {
+        "host": host,
+        "pid": pid,
+        "done": done,
+        "beat": beat_ms,
+        "running": running,
+    }
+    optional = {"queues": list(queues), "concurrency": concurrency, "failed": failed,
+                "started": started_ms}  # fmt: skip
+    record.update((k, v) for k, v in optional.items() if v not in (None, []))
+    return json.dumps(record)
+
+
+def _optional_int(record: dict[str, Any], name: str) -> int | None:
+    try:
+        return None if record.get(name) is None else int(record[name])
+    except (TypeError, ValueError):
+        return None
 
 
 def parse_heartbeat(worker_id: str, raw: Any) -> WorkerBeat:
@@ -113,6 +149,10 @@ def parse_heartbeat(worker_id: str, raw: Any) -> WorkerBeat:
             int(record["done"]),
             int(record.get("running", 0)),
             int(record["beat"]),
+            tuple(str(q) for q in record.get("queues") or () if isinstance(q, str)),
+            _optional_int(record, "concurrency"),
+            _optional_int(record, "failed"),
+            _optional_int(record, "started"),
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return WorkerBeat(worker_id, None, None, None, None, None)
