@@ -83,3 +83,33 @@ def test_a_running_task_sees_the_cancel_request_and_reports_progress(
 
     _wait_for(finished, "the task to stop")
     assert tasks.cooperative.get_result(result.id).return_value == "stopped"
+
+
+def test_the_async_hook_cancels_a_coroutine_task_once_asked(
+    emq: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import contextlib
+
+    from django.tasks import TaskContext
+
+    from django_emq import get_queue, jobs
+
+    monkeypatch.setattr(jobs, "CANCEL_POLL", 0.01)
+    result = enqueue_for(A, tasks.async_add, 1, 2)
+    claim = get_queue().claim(60_000)
+    assert claim is not None
+    context = TaskContext(task_result=tasks.async_add.get_result(result.id))
+
+    async def run() -> bool:
+        running = asyncio.ensure_future(asyncio.sleep(30))
+        watcher = asyncio.ensure_future(jobs.stop_when_cancelled(context, running))
+        await asyncio.sleep(0.05)
+        assert not running.done(), "no cancel asked yet"
+        assert await asyncio.to_thread(cancel, result.id) == "requested"
+        await asyncio.wait_for(watcher, 10)
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        return running.cancelled()
+
+    assert asyncio.run(run())
