@@ -17,7 +17,7 @@ class Call(NamedTuple):
 
     script: str
     keys: list[str]
-    args: list[str | int]
+    args: list[str | int | bytes]
 
 
 def enqueue(
@@ -45,7 +45,7 @@ def enqueue(
         k.job(job_id),
         k.pending(lane),
     ]
-    args: list[str | int] = [
+    args: list[str | int | bytes] = [
         job_id,
         lane,
         task_path,
@@ -70,11 +70,12 @@ def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int, hist
         k.inflight,
         k.depths,
         k.stats,
+        k.turn,
     ]
     return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit, history])
 
 
-def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str]], ttl_ms: int) -> Call:
+def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str | bytes]], ttl_ms: int) -> Call:
     """Record the success of each ``(job_id, token, result_json)`` of ``outcomes``."""
     keys = [
         k.ring,
@@ -86,10 +87,41 @@ def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str]], ttl_ms: int
         k.stats,
         k.wake,
     ]
-    args: list[str | int] = [k.prefix, ttl_ms]
+    args: list[str | int | bytes] = [k.prefix, ttl_ms]
     for job_id, token, result_json in outcomes:
         args += (job_id, token, result_json)
     return Call("complete", keys, args)
+
+
+def complete_claim(
+    k: QueueKeys,
+    outcomes: Sequence[tuple[str, int, str | bytes]],
+    ttl_ms: int,
+    lease_ms: int,
+    turns: int,
+    worker: str,
+    limit: int,
+    history: int,
+) -> Call:
+    """Record ``outcomes`` as :func:`complete` does, then claim as :func:`claim`
+    does (``limit`` 0: claim nothing), in one script call."""
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.active,
+        k.paused,
+        k.ceilings,
+        k.weights,
+        k.inflight,
+        k.depths,
+        k.stats,
+        k.turn,
+        k.wake,
+    ]
+    args: list[str | int | bytes] = [k.prefix, ttl_ms, lease_ms, turns, worker, limit, history]
+    for job_id, token, result_json in outcomes:
+        args += (job_id, token, result_json)
+    return Call("complete_claim", keys, args)
 
 
 def retry(

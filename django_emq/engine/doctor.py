@@ -52,6 +52,7 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "wake": "list",
     "workers": "hash",
     "finished": "zset",
+    "turn": "hash",
 }
 
 #: Where a job of each state must be: ``lane`` (its lane's pending set), one of

@@ -110,24 +110,39 @@ def heartbeat(
     done: int,
     running: int,
     beat_ms: int,
+    every_ms: int | None = None,
     queues: tuple[str, ...] = (),
     concurrency: int | None = None,
     failed: int | None = None,
     started_ms: int | None = None,
 ) -> str:
-    """The record a worker's beat stores under its id (the optional fields are
-    left out when not given)."""
+    """The record a worker's beat stores under its id: ``beat_ms`` when it
+    beat (server ms), ``every_ms`` how often it beats; the queues it serves,
+    its concurrency, the jobs that failed on it and when it started (server
+    ms) are optional (left out when not given; the admin's workers page shows
+    them)."""
     record: dict[str, Any] = {
         "host": host,
         "pid": pid,
         "done": done,
-        "beat": beat_ms,
         "running": running,
+        "beat": beat_ms,
     }
-    optional = {"queues": list(queues), "concurrency": concurrency, "failed": failed,
-                "started": started_ms}  # fmt: skip
+    optional = {"every": every_ms, "queues": list(queues), "concurrency": concurrency,
+                "failed": failed, "started": started_ms}  # fmt: skip
     record.update((k, v) for k, v in optional.items() if v not in (None, []))
-    return json.dumps(record)
+    return json.dumps(record, separators=(",", ":"))
+
+
+def heartbeat_is_stale(raw: Any, now_ms: int, default_every_ms: int, after_beats: int) -> bool:
+    """Whether a heartbeat record is older than ``after_beats`` of its worker's
+    beats (an unreadable record is kept: it may be another version's)."""
+    try:
+        record = json.loads(raw)
+        every = int(record.get("every") or default_every_ms)
+        return now_ms - int(record["beat"]) > after_beats * every
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return False
 
 
 def _optional_int(record: dict[str, Any], name: str) -> int | None:
