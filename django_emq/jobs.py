@@ -101,16 +101,17 @@ def progress(result: TaskResult[Any, Any]) -> Progress | None:
     return parse_progress(queue.connection.hget(queue.keys.job(result.id), Row.PROGRESS))
 
 
-async def stop_when_cancelled(context: TaskContext[Any, Any], running: asyncio.Task[Any]) -> None:
+async def stop_when_cancelled(context: TaskContext[Any, Any], running: asyncio.Future[Any]) -> bool:
     """The worker's hook for coroutine tasks: look at the cancel flag every
     ``CANCEL_POLL`` seconds and cancel ``running`` (the task's asyncio
     task) at its next ``await`` once a cancel is asked. Ends when ``running``
-    does; a worker starts it beside each coroutine task that should honour
-    cancels."""
+    does; answers whether it cancelled it. The worker runs it beside each
+    coroutine task that takes the context (``django_emq.worker.execute``)."""
     while not running.done():
         await asyncio.sleep(CANCEL_POLL)
         if running.done():
-            return
+            return False
         if await asyncio.to_thread(cancel_requested, context):
             running.cancel()
-            return
+            return True
+    return False

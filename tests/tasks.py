@@ -136,3 +136,11 @@ local n = redis.call('INCR', KEYS[1])
 if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end
 return n
 """
+
+
+@task(takes_context=True)
+async def async_cooperative(context: TaskContext[Any, Any]) -> str:
+    """Record the start, then wait (at most 30 s): the worker cancels it when asked."""
+    _record("start:async_cooperative")
+    await asyncio.sleep(30)
+    return "never asked"

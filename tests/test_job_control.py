@@ -113,3 +113,22 @@ def test_the_async_hook_cancels_a_coroutine_task_once_asked(
         return running.cancelled()
 
     assert asyncio.run(run())
+
+
+def test_the_worker_stops_a_coroutine_task_when_a_cancel_is_asked(
+    emq: redis.Redis, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    result = enqueue_for(A, tasks.async_cooperative)
+    processes.append(worker_process("--lease", "30"))
+    _wait_for(lambda: "start:async_cooperative" in runs(emq), "the task to start")
+    assert cancel(result.id) == "requested"
+
+    def failed() -> bool:
+        return tasks.async_cooperative.get_result(result.id).status == TaskResultStatus.FAILED
+
+    _wait_for(failed, "the worker to stop it")
+    stopped = tasks.async_cooperative.get_result(result.id)
+    assert [e.exception_class_path for e in stopped.errors] == [
+        "django_emq.exceptions.JobCancelled"
+    ], "ended at once, never retried"
+    assert stopped.attempts == 1
