@@ -307,7 +307,7 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         self, encoded: Sequence[tuple[str, int, str | bytes]], request: ClaimRequest
     ) -> calls.Call:
         """The ``complete_claim`` call: ``encoded`` outcomes (from
-        :func:`encode_outcomes`), then the claim ``request`` (``max_jobs`` 0:
+        ``encode_outcomes``), then the claim ``request`` (``max_jobs`` 0:
         record only)."""
         if request.max_jobs == 0:
             checked = replace(request, max_jobs=1).checked()
