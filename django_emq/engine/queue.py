@@ -22,6 +22,7 @@ from .api import QueueAPI
 from .control import BATCH, LaneControl
 from .exceptions import CorruptKeyspace, EnqueueError, JobError, check_code, script_error
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
+from .jobs import JobControl
 from .keys import QueueKeys
 from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text
 from .reads import QueueReads
@@ -74,7 +75,7 @@ __all__ = [
 ]
 
 
-class Queue(QueueAPI, LaneControl, QueueReads):
+class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
     """One queue of fair lanes on one Valkey server.
 
     ``result_ttl`` is how long a finished job's row (its result) is kept,
