@@ -50,6 +50,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "PREFETCH",
         "THREADS",
         "SHARDS",
+        "METRICS_TOKEN",
         "HISTORY",
     }
 )
@@ -143,6 +144,9 @@ class EMQSettings:
     threads: int | None = None
     #: Queue name -> shard count, for the queues spread over shards (``EMQ["SHARDS"]``).
     shards: Mapping[str, int] = MappingProxyType({})
+    #: The bearer token that opens the metrics and stats views (``None``: only
+    #: users with ``django_emq.view_lanes``).
+    metrics_token: str | None = None
     #: How many of the latest worker ids and errors a job's row keeps.
     history: int = 10
 
@@ -286,6 +290,7 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
     field("PREFETCH", _positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
     field("THREADS", _optional_positive_int, None)
     field("SHARDS", _shards, {})
+    field("METRICS_TOKEN", _token, None)
     field("HISTORY", _positive_int, DEFAULTS["HISTORY"])
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
@@ -301,6 +306,14 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
             "leases every beat, so a longer beat lets running jobs' leases expire"
         )
     return values, errors
+
+
+def _token(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) < 16:
+        raise ValueError("must be a string of at least 16 characters (a random secret)")
+    return value
 
 
 def _url(value: object) -> tuple[str | None, str | None]:

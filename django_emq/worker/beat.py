@@ -122,11 +122,15 @@ class Beat:
             every_ms=every_ms,
         )
         client = shard.client
+        clustered = isinstance(client, RedisCluster)
         pipe = client.pipeline(transaction=False)
-        pipe.time()
+        if not clustered:  # a cluster pipeline takes keyed commands only
+            pipe.time()
         pipe.hset(shard.keys.workers, self.worker_id, record)
         pipe.hgetall(shard.keys.workers)
-        (seconds, micros), _, beats = await pipe.execute()
+        replies = await pipe.execute()
+        seconds, micros = await client.time() if clustered else replies[0]
+        beats = replies[-1]
         now_ms = int(seconds) * 1000 + int(micros) // 1000
         self._offset_ms = now_ms - int(time.time() * 1000)
         stale = _stale(beats, now_ms, every_ms)

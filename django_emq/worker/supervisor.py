@@ -15,15 +15,17 @@ import threading
 import time
 from typing import Any
 
+from django.conf import settings
+
 from ..backend import FairLanesBackend
 from ..connection import unsupported_reason, version_from_info
-from ..engine.shards import shards_of
 from ..exceptions import UNAVAILABLE, ConfigurationError
 from .beat import Beat
 from .claimer import Claimer
 from .client import AsyncClient, AsyncScripts, async_client
 from .core import Core
 from .execute import Policy
+from .glitches import Glitches
 from .options import WorkerOptions, plan
 from .shard import Rotation, Shard
 
@@ -48,7 +50,7 @@ class Worker:
         self.worker_id = self.plan.worker_id
         self.policy = Policy(
             backend.alias, self.plan.retry_backoff, self.plan.retry_backoff_max,
-            self.plan.max_payload,
+            self.plan.max_payload, bool(settings.USE_TZ),
         )  # fmt: skip
         self.counts: dict[str, int] = {}
         self._signals_wanted = False
@@ -201,9 +203,11 @@ class Worker:
 
     async def _beats(self, beat: Beat, core: Core) -> None:
         last_summary = time.monotonic()
+        glitches = Glitches("beat")
         while True:
             started = time.monotonic()
-            await beat(list(core.held.values()))
+            with glitches:
+                await beat(list(core.held.values()))
             if time.monotonic() - last_summary >= SUMMARY_EVERY:
                 last_summary = time.monotonic()
                 self._summary(core)
@@ -237,5 +241,5 @@ class Worker:
 
 
 def _member(queue: Any, scripts: AsyncScripts) -> Shard | Rotation:
-    shards = [Shard(q, scripts) for q in shards_of(queue)]
+    shards = [Shard(q, scripts) for q in queue.shards]
     return shards[0] if len(shards) == 1 else Rotation(shards)
