@@ -85,3 +85,15 @@ def test_the_stylesheets_carry_the_csp_nonce_when_the_site_uses_one(
     ]
     page = viewer.get(reverse("admin:django_emq_lane_changelist")).content.decode()
     assert re.search(r'lanes\.css" nonce="[\w-]+">', page)
+
+
+def test_the_templates_use_no_tag_django_60_lacks() -> None:
+    """CI runs Django 6.1 alone; ``{% csp_nonce_attr %}`` (6.1's) would break
+    every admin page on 6.0, as the version matrix found."""
+    from pathlib import Path
+
+    import django_emq
+
+    folder = Path(django_emq.__file__).parent / "templates"
+    using = [p.name for p in folder.rglob("*.html") if "csp_nonce_attr" in p.read_text()]
+    assert using == []
