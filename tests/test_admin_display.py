@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 import redis
@@ -61,3 +62,26 @@ def test_job_times_show_seconds_and_a_dead_job_its_class_once(
     assert "<strong>builtins.ValueError</strong>: boom" in dead
     assert dead.count("ValueError: boom") == 1  # in the traceback only
     assert job in dead
+
+
+def test_the_stylesheets_carry_the_csp_nonce_when_the_site_uses_one(
+    emq: redis.Redis, viewer: Client, settings: Any
+) -> None:
+    """Written for Django 6.0 and 6.1 alike (``{% csp_nonce_attr %}`` is 6.1's)."""
+    settings.TEMPLATES = [
+        {
+            **settings.TEMPLATES[0],
+            "OPTIONS": {
+                "context_processors": [
+                    *settings.TEMPLATES[0]["OPTIONS"]["context_processors"],
+                    "django.template.context_processors.csp",
+                ]
+            },
+        }
+    ]
+    settings.MIDDLEWARE = [
+        *settings.MIDDLEWARE,
+        "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    ]
+    page = viewer.get(reverse("admin:django_emq_lane_changelist")).content.decode()
+    assert re.search(r'lanes\.css" nonce="[\w-]+">', page)

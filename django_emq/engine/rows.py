@@ -85,8 +85,8 @@ LISTED_FIELDS: Final = (
 
 @dataclass(frozen=True, slots=True)
 class WorkerBeat:
-    """A worker's last heartbeat (``beat_ms``: the worker's clock, corrected by
-    the server's); ``None`` fields when the record could not be read."""
+    """A worker's last heartbeat (``beat_ms`` from the worker's clock);
+    ``None`` fields when the record could not be read."""
 
     worker_id: str
     host: str | None

@@ -25,10 +25,9 @@ from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
 from ..backend import FairLanesBackend, task_error
-from ..engine.exceptions import CorruptJob, InvalidArguments
 from ..engine.payload import encode_result
 from ..engine.records import Claim
-from ..exceptions import JobCancelled
+from ..exceptions import CorruptJob, InvalidArguments, JobCancelled
 from ..jobs import stop_when_cancelled
 
 
@@ -157,11 +156,9 @@ def execute(
 async def aexecute(
     task: Task[Any, Any], result: TaskResult[Any, Any], attempt: int, policy: Policy
 ) -> Outcome:
-    """Await a coroutine task on the event loop (``task_started`` is sent with
-    ``asend`` when anything listens, so sync receivers run off the loop)."""
+    """Await a coroutine task on the event loop (its ``task_started`` is the
+    caller's: coroutine jobs start in batches, see :mod:`.signals`)."""
     try:
-        if task_started.receivers and task_started.has_listeners(FairLanesBackend):
-            await task_started.asend(FairLanesBackend, task_result=result)
         if task.takes_context:
             return await _cancellable(task, TaskContext(task_result=result), attempt, policy)
         value = await task.func(*result.args, **result.kwargs)
