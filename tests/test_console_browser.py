@@ -2,7 +2,9 @@
 ``test_admin_browser``): a flood and a failing task run by a worker; the
 operator finds the dead job from the queue's row, reads its three
 tracebacks, retries it, cancels a pending job, and sees the chart gain a
-point. Screenshots of the pages land in ``docs/img/``."""
+point. Screenshots of the pages land in ``test-artifacts/`` (git-ignored), so
+a test run never changes the tree; copy one into ``docs/img/`` to refresh the
+docs' pictures."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from .test_admin_browser import PATIENCE, browser, wait_for
 
 __all__ = ["browser"]  # the fixture, used below
 
-DOCS_IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
 def shot(driver: WebDriver, name: str) -> None:
@@ -32,8 +34,8 @@ def shot(driver: WebDriver, name: str) -> None:
     height = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(1280, min(max(int(height), 700), 2000))
     driver.execute_script("window.scrollTo(0, 0)")
-    DOCS_IMG.mkdir(exist_ok=True)
-    driver.save_screenshot(str(DOCS_IMG / name))
+    ARTIFACTS.mkdir(exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / name))
     driver.set_window_size(1400, 1100)
 
 
