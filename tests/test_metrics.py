@@ -111,4 +111,6 @@ def test_the_history_of_a_busy_minute_is_small(r: redis.Redis, q: Queue) -> None
     }
     print("history bytes after 2,000 jobs on 1,000 lanes:", json.dumps(sizes))
     assert sizes["minute"] < 1_000
-    assert sizes["lane waits"] < 100 * 1_000, "about a hundred bytes a lane an hour"
+    # Per hour's key (a run that straddles an hour's edge writes two of them).
+    per_hour = max((int(r.memory_usage(key) or 0) for key in lanes), default=0)
+    assert per_hour < 100 * 1_000, "about a hundred bytes a lane an hour"
