@@ -16,7 +16,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
 from ..engine import history
-from ..engine.shards import AnyQueue
+from .base import ConsoleAdmin
 from .svg import Line, bar_chart, line_chart
 
 #: Lanes whose waits the lanes chart compares with the queue's.
@@ -67,20 +67,8 @@ def charts_for(intervals: list[history.Interval], span: str) -> list[Any]:
     return [throughput, waits]
 
 
-class ChartViews:
+class ChartViews(ConsoleAdmin):
     """``charts_view``; the admin supplies the rest."""
-
-    def _require_view(self, request: HttpRequest) -> None:
-        raise NotImplementedError
-
-    def _queue(self, name: str) -> AnyQueue:
-        raise NotImplementedError
-
-    def _url(self, kind: str, *args: str) -> str:
-        raise NotImplementedError
-
-    def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
-        raise NotImplementedError
 
     def charts_view(self, request: HttpRequest, queue_name: str) -> HttpResponse:
         """The queue's charts (the page refreshes itself each minute)."""

@@ -5,8 +5,6 @@ Each is POST + CSRF with ``django_emq.manage_lanes``; a GET changes nothing."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -27,6 +25,7 @@ from ..engine.payload import text
 from ..engine.shards import AnyQueue
 from ..exceptions import InvalidJobState, JobNotFound
 from .actions import DeadJobsForm, form_errors
+from .base import ConsoleAdmin
 
 #: Dead jobs retried or deleted per call when a bulk action takes them all.
 ALL_BATCH = 500
@@ -42,20 +41,8 @@ class MoveForm(forms.Form):
             raise forms.ValidationError(_("That is not a lane id.")) from None
 
 
-class JobActionViews:
+class JobActionViews(ConsoleAdmin):
     """The job actions and the dead-jobs bulk actions; the admin supplies the rest."""
-
-    def has_manage_permission(self, request: HttpRequest) -> bool:
-        raise NotImplementedError
-
-    def _queue(self, name: str) -> AnyQueue:
-        raise NotImplementedError
-
-    def _url(self, kind: str, *args: str) -> str:
-        raise NotImplementedError
-
-    def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
-        raise NotImplementedError
 
     @staticmethod
     def _back(request: HttpRequest, default: str) -> str:

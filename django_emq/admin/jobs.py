@@ -9,13 +9,10 @@ fixed number of round trips per page whatever the number of lanes or jobs.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -27,13 +24,12 @@ from ..engine import browse, listing
 from ..engine.ids import validate_job_id, validate_lane
 from ..engine.payload import text
 from ..engine.shards import AnyQueue
-from ..exceptions import UNAVAILABLE, JobNotFound
+from ..exceptions import JobNotFound
 from ..models import Job
 from .charts import ChartViews
 from .display import Pager, duration, moment, split_error
 from .job_actions import JobActionViews
 from .job_detail import job_facts
-from .lanes import MANAGE_PERMISSION, VIEW_PERMISSION
 from .lookup import configured_queues, lane_links, user_lanes
 
 if TYPE_CHECKING:
@@ -51,7 +47,7 @@ STATE_TITLES = {
 
 
 @admin.register(Job)
-class JobAdmin(JobActionViews, ChartViews, ModelAdmin):
+class JobAdmin(JobActionViews, ChartViews):
     """Jobs of every configured queue, read from Valkey."""
 
     #: Jobs per page of a listing.
@@ -59,32 +55,13 @@ class JobAdmin(JobActionViews, ChartViews, ModelAdmin):
     #: Most users a search by username or email may find.
     search_limit = 20
 
-    # -- permissions ------------------------------------------------------------
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return request.user.has_perm(VIEW_PERMISSION) or self.has_manage_permission(request)
-
-    def has_manage_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm(MANAGE_PERMISSION)
-
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     # -- URLs ------------------------------------------------------------------
 
     def get_urls(self) -> list[URLPattern]:
-        def wrap(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
-            return self.admin_site.admin_view(self._unreachable_as_503(view))
-
+        wrap = self._wrap
         name = f"{self.opts.app_label}_{self.opts.model_name}"
         return [
             path("", wrap(self.changelist_view), name=f"{name}_changelist"),
@@ -103,24 +80,14 @@ class JobAdmin(JobActionViews, ChartViews, ModelAdmin):
             ),
         ]
 
-    def _unreachable_as_503(
-        self, view: Callable[..., HttpResponseBase]
-    ) -> Callable[..., HttpResponseBase]:
-        @functools.wraps(view)
-        def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-            try:
-                return view(request, *args, **kwargs)
-            except UNAVAILABLE as exc:
-                context = self._context(request, _("Valkey is unreachable"), error=str(exc))
-                return TemplateResponse(
-                    request, "admin/django_emq/unreachable.html", context, status=503
-                )
-
-        return guarded
-
-    def _url(self, kind: str, *args: str) -> str:
-        name = f"admin:{self.opts.app_label}_{self.opts.model_name}_{kind}"
-        return reverse(name, args=args, current_app=self.admin_site.name)
+    def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
+        return super()._context(
+            request,
+            title,
+            jobs_url=self._url("changelist"),
+            workers_url=self._url("workers"),
+            **extra,
+        )
 
     def _lane_url(self, queue: str, lane: str) -> str:
         return reverse(
@@ -128,27 +95,6 @@ class JobAdmin(JobActionViews, ChartViews, ModelAdmin):
         )
 
     # -- shared ------------------------------------------------------------------
-
-    def _queue(self, name: str) -> AnyQueue:
-        backend = configured_queues().get(name)
-        if backend is None:
-            raise Http404(_("No queue named %(name)s.") % {"name": name})
-        return backend.engine(name)
-
-    def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
-        return {
-            **self.admin_site.each_context(request),
-            "opts": self.opts,
-            "title": title,
-            "can_manage": self.has_manage_permission(request),
-            "jobs_url": self._url("changelist"),
-            "workers_url": self._url("workers"),
-            **extra,
-        }
-
-    def _require_view(self, request: HttpRequest) -> None:
-        if not self.has_view_permission(request):
-            raise PermissionDenied
 
     # -- jobs by state -----------------------------------------------------------
 

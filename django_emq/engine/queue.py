@@ -354,35 +354,6 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         """Hand a claimed job back to the head of its lane (not counted as a failure)."""
         check_code(self._run(calls.release(self.keys, job_id, token)), job_id)
 
-    def reap(self) -> list[str]:
-        """Return every job whose lease expired to its lane; returns their ids.
-
-        A job whose lease has expired as many times as its max attempts (its
-        worker died or froze every time) is dead instead, with a
-        ``LeaseExpired`` error: a poison job does not come back forever."""
-        reaped: list[str] = []
-        while True:
-            batch = [
-                text(i)
-                for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries, self.history))
-            ]
-            reaped += batch
-            if len(batch) < BATCH:
-                return reaped
-
-    def promote(self) -> tuple[int, int | None]:
-        """Move every due scheduled job into its lane.
-
-        Returns ``(promoted, next_due_ms)``; ``next_due_ms`` is ``None`` when
-        nothing else is scheduled.
-        """
-        total = 0
-        while True:
-            count, next_due = self._run(calls.promote(self.keys, BATCH))
-            total += int(count)
-            if int(count) < BATCH:
-                return total, (None if int(next_due) < 0 else int(next_due))
-
 
 def _enqueued(call: calls.Call, reply: Sequence[Any]) -> Enqueued:
     """What the enqueue script's reply ``{new?, state, enq}`` stands for."""
