@@ -25,6 +25,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
 
 from . import conf, embedded
+from .conf_values import URL_ENV
 from .connection import build_client, server_version, unsupported_reason
 from .engine.placement import shard_tags
 from .url import EMBEDDED
@@ -70,8 +71,8 @@ def check_settings(
             Error(
                 "No Valkey server is configured and DEBUG is off.",
                 hint=(
-                    f"Set EMQ['URL'] (e.g. EMQ = {{'URL': env.str('{conf.URL_ENV}')}} "
-                    f"with django-environ) or the {conf.URL_ENV} environment variable, "
+                    f"Set EMQ['URL'] (e.g. EMQ = {{'URL': env.str('{URL_ENV}')}} "
+                    f"with django-environ) or the {URL_ENV} environment variable, "
                     f"to a redis://, rediss://, valkey://, valkeys:// or unix:// URL "
                     f"(valkey+cluster://host:port,... for a Valkey Cluster); "
                     f"or set EMQ['URL'] = '{EMBEDDED}' to run the embedded server."

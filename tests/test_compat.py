@@ -161,6 +161,9 @@ def workload(queue: Queue) -> set[str]:
     assert found is not None
     record_call = use("complete_call")(encode_outcomes([(c.job_id, c.token, 1) for c in found[1]]))
     assert use("record")(record_call) == [None]
+    # The worker's one-script hot path: outcomes (none here), then no claim.
+    nothing = use("complete_claim_call")([], ClaimRequest(60_000, worker_id="w:1", max_jobs=0))
+    assert queue._run(nothing) == [[], []]
     use("set_weight")(A, 2)
     use("set_limit")(B, 1)
 
@@ -221,6 +224,16 @@ def workload(queue: Queue) -> set[str]:
     assert use("lane")(A).weight == 2
     assert [info.lane for info in use("lanes_named")([C, A])] == [C, A]
     assert use("job")(first.job_id) is not None
+
+    later = datetime.now(UTC) + timedelta(hours=1)
+    use("run_now")(queue.enqueue(C, TASK, run_after=later).job_id)
+    assert use("cancel")(queue.enqueue(C, TASK, run_after=later).job_id) == "cancelled"
+    running = queue.claim(60_000, worker_id="w:1")
+    assert running is not None
+    assert use("report_progress")(running[0].job_id, 0.5, "half")
+    assert use("cancel")(running[0].job_id) == "requested"
+    assert use("cancel_requested")(running[0].job_id)
+    queue.complete(running[0].job_id, running[0].token)
 
     assert use("retry_dead")([three.job_id], lane=three.lane) == 1
     assert use("delete_dead")(lane=three.lane) == 0
@@ -318,6 +331,9 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "mend_lanes": calls.mend_lanes(k, [(lane, "lane")]),
         "mend_ring": calls.mend_ring(k, True, True),
         "mend_key": calls.mend_key(k.ring, "list"),
+        "cancel": calls.cancel(k, job, 1000, "{}", 10),
+        "progress": calls.progress(k, job, 0.5, ""),
+        "due_now": calls.due_now(k, job),
     }
 
 

@@ -127,6 +127,7 @@ def structural_keys(world: World) -> dict[str, tuple[str, str]]:
         "stats": "hash",
         "seq": "string",
         "wake": "list",
+        "turn": "hash",
     }
     keys = {name: (str(getattr(k, name)), kind) for name, kind in fixed.items()}
     keys["lane pending"] = (k.pending(A), "zset")

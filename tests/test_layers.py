@@ -124,3 +124,18 @@ def test_no_import_circle() -> None:
         if start not in done:
             visit(start, [start], done)
     assert circles == []
+
+
+def test_no_module_over_400_lines_and_no_class_over_300() -> None:
+    """Small parts: a module holds one concept, a class one job."""
+    long: list[str] = []
+    for p in PACKAGE.rglob("*.py"):
+        source = p.read_text()
+        if (n := len(source.splitlines())) > 400:
+            long.append(f"{p.relative_to(PACKAGE.parent)} ({n} lines)")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                size = node.end_lineno - node.lineno + 1
+                if size > 300:
+                    long.append(f"{p.relative_to(PACKAGE.parent)}: class {node.name} ({size})")
+    assert long == []

@@ -22,25 +22,14 @@ from django.utils.translation import gettext as _
 from ..engine import browse
 from ..engine.shards import AnyQueue, home_of
 from .actions import ACTIONS, Action, DeadJobsForm, form_errors
+from .base import ConsoleAdmin
 
 
-class ActionViews:
+class ActionViews(ConsoleAdmin):
     """``action_view`` and its confirmation page; the admin supplies the rest."""
-
-    def has_manage_permission(self, request: HttpRequest) -> bool:
-        raise NotImplementedError
-
-    def _queue(self, name: str) -> AnyQueue:
-        raise NotImplementedError
 
     @staticmethod
     def _lane(lane: str) -> str:
-        raise NotImplementedError
-
-    def _url(self, kind: str, *args: str) -> str:
-        raise NotImplementedError
-
-    def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
         raise NotImplementedError
 
     def action_view(

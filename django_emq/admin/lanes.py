@@ -10,18 +10,13 @@ or by name, never by scanning.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import redis
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
 from django.http import (
     Http404,
     HttpRequest,
     HttpResponse,
-    HttpResponseBase,
 )
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -32,7 +27,6 @@ from ..engine import browse
 from ..engine.ids import is_lane, validate_lane
 from ..engine.queue import LaneInfo
 from ..engine.shards import AnyQueue, home_of
-from ..exceptions import UNAVAILABLE, CorruptKeyspace, script_error
 from ..models import Lane
 from .action_views import ActionViews
 from .actions import ACTIONS
@@ -44,12 +38,9 @@ if TYPE_CHECKING:
 else:  # ModelAdmin is generic for the type checker only
     ModelAdmin = admin.ModelAdmin
 
-VIEW_PERMISSION = "django_emq.view_lanes"
-MANAGE_PERMISSION = "django_emq.manage_lanes"
-
 
 @admin.register(Lane)
-class LaneAdmin(ActionViews, ModelAdmin):
+class LaneAdmin(ActionViews):
     """The lanes of every configured queue, read from Valkey."""
 
     #: Lanes per page of the deepest-lanes list.
@@ -65,29 +56,10 @@ class LaneAdmin(ActionViews, ModelAdmin):
     #: Most users one search may find.
     search_limit = 20
 
-    # -- permissions ------------------------------------------------------------
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return request.user.has_perm(VIEW_PERMISSION) or self.has_manage_permission(request)
-
-    def has_manage_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm(MANAGE_PERMISSION)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
     # -- URLs ------------------------------------------------------------------
 
     def get_urls(self) -> list[URLPattern]:
-        def wrap(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
-            return self.admin_site.admin_view(self._unreachable_as_503(view))
-
+        wrap = self._wrap
         name = f"{self.opts.app_label}_{self.opts.model_name}"
         return [
             path("", wrap(self.changelist_view), name=f"{name}_changelist"),
@@ -99,42 +71,7 @@ class LaneAdmin(ActionViews, ModelAdmin):
             ),
         ]
 
-    def _unreachable_as_503(
-        self, view: Callable[..., HttpResponseBase]
-    ) -> Callable[..., HttpResponseBase]:
-        """Answer a page that says Valkey is unreachable (503), not a bare 500."""
-
-        @functools.wraps(view)
-        def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-            try:
-                return view(request, *args, **kwargs)
-            except UNAVAILABLE as exc:  # on a cluster also CLUSTERDOWN, no node answering
-                context = self._context(request, _("Valkey is unreachable"), error=str(exc))
-                return TemplateResponse(
-                    request, "admin/django_emq/unreachable.html", context, status=503
-                )
-            except redis.ResponseError as exc:  # a key of the wrong type (edited by hand)
-                damage = script_error(exc)
-                if not isinstance(damage, CorruptKeyspace):
-                    raise
-                context = self._context(request, _("Damaged keys"), error=str(damage))
-                return TemplateResponse(
-                    request, "admin/django_emq/damaged.html", context, status=503
-                )
-
-        return guarded
-
-    def _url(self, kind: str, *args: str) -> str:
-        name = f"admin:{self.opts.app_label}_{self.opts.model_name}_{kind}"
-        return reverse(name, args=args, current_app=self.admin_site.name)
-
     # -- shared ------------------------------------------------------------------
-
-    def _queue(self, name: str) -> AnyQueue:
-        backend = configured_queues().get(name)
-        if backend is None:
-            raise Http404(_("No queue named %(name)s.") % {"name": name})
-        return backend.engine(name)
 
     @staticmethod
     def _lane(lane: str) -> str:
@@ -142,19 +79,6 @@ class LaneAdmin(ActionViews, ModelAdmin):
             return validate_lane(lane)
         except ValueError:
             raise Http404(_("%(lane)r is not a lane id.") % {"lane": lane[:40]}) from None
-
-    def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
-        return {
-            **self.admin_site.each_context(request),
-            "opts": self.opts,
-            "title": title,
-            "can_manage": self.has_manage_permission(request),
-            **extra,
-        }
-
-    def _require_view(self, request: HttpRequest) -> None:
-        if not self.has_view_permission(request):
-            raise PermissionDenied
 
     # -- the lane list ---------------------------------------------------------
 
@@ -198,6 +122,11 @@ class LaneAdmin(ActionViews, ModelAdmin):
                     "totals": t,
                     "selected": n == name,
                     "url": self._query_url(request, queue=n, page=None, q=None),
+                    "jobs_url": reverse(
+                        "admin:django_emq_job_changelist", current_app=self.admin_site.name
+                    )
+                    + "?"
+                    + urlencode({"queue": n}),
                 }
                 for n, t in totals.items()
             ],
@@ -320,6 +249,8 @@ class LaneAdmin(ActionViews, ModelAdmin):
                 for name in ACTIONS
             },
             here=request.get_full_path(),
+            job_base=reverse("admin:django_emq_job_changelist", current_app=self.admin_site.name)
+            + f"{queue.name}/",
         )
         return TemplateResponse(request, "admin/django_emq/lane.html", context)
 

@@ -1,5 +1,6 @@
-"""Lane control and dead jobs: the operator's writes on one queue, each one
-script (the looping ones in batches, so a deep lane never blocks the server)."""
+"""Lane control, dead jobs and the beat's upkeep (reap, promote): the writes
+on one queue that are not a job's own path, each one script (the looping ones
+in batches, so a deep lane never blocks the server)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from . import calls
 from .exceptions import check_code
 from .ids import validate_job_id, validate_lane
 from .keys import QueueKeys
+from .payload import text
 from .records import MAX_WEIGHT, positive_int
 
 #: Batch size of the looping maintenance calls (reap, promote, drain, dead jobs).
@@ -20,9 +22,42 @@ class LaneControl:
     """Pause, resume, ceilings, weights, drain, move, and dead jobs, for ``Queue``."""
 
     keys: QueueKeys
+    max_expiries: int
+    history: int
 
     def _run(self, call: calls.Call, client: Any = None) -> Any:
         raise NotImplementedError
+
+    # -- the beat's upkeep ----------------------------------------------------
+
+    def reap(self) -> list[str]:
+        """Return every job whose lease expired to its lane; returns their ids.
+
+        A job whose lease has expired as many times as its max attempts (its
+        worker died or froze every time) is dead instead, with a
+        ``LeaseExpired`` error: a poison job does not come back forever."""
+        reaped: list[str] = []
+        while True:
+            batch = [
+                text(i)
+                for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries, self.history))
+            ]
+            reaped += batch
+            if len(batch) < BATCH:
+                return reaped
+
+    def promote(self) -> tuple[int, int | None]:
+        """Move every due scheduled job into its lane.
+
+        Returns ``(promoted, next_due_ms)``; ``next_due_ms`` is ``None`` when
+        nothing else is scheduled.
+        """
+        total = 0
+        while True:
+            count, next_due = self._run(calls.promote(self.keys, BATCH))
+            total += int(count)
+            if int(count) < BATCH:
+                return total, (None if int(next_due) < 0 else int(next_due))
 
     # -- lane control -------------------------------------------------------
 

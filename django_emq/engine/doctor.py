@@ -51,6 +51,7 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "seq": "string",
     "wake": "list",
     "workers": "hash",
+    "finished": "zset",
     "turn": "hash",
 }
 
@@ -62,6 +63,7 @@ PLACE_OF_STATE: dict[str, str | None] = {
     "scheduled": "schedule",
     "dead": "dead",
     "done": None,
+    "cancelled": None,
 }
 
 #: A lane's sets, by key suffix: the state their members' rows must have.
@@ -135,6 +137,8 @@ def expected_type(keys: QueueKeys, key: str) -> str | None:
     if rest.startswith("g:"):
         lane, _, suffix = rest[2:].rpartition(":")
         return "zset" if suffix in LANE_SETS and is_lane(lane) else None
+    if rest.startswith(("m:", "lw:")) and rest.partition(":")[2].isdigit():
+        return "hash"  # the history's minutes and lanes' hours (lua/includes/history.lua)
     if rest.startswith("job:"):
         try:
             validate_job_id(rest[4:])

@@ -10,6 +10,7 @@ jobs (``.control``), the reads (``.reads``) and the values they speak in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from .api import QueueAPI
 from .control import BATCH, LaneControl
 from .exceptions import CorruptKeyspace, EnqueueError, JobError, check_code, script_error
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
+from .jobs import JobControl
 from .keys import QueueKeys
 from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text
 from .reads import QueueReads
@@ -73,7 +75,7 @@ __all__ = [
 ]
 
 
-class Queue(QueueAPI, LaneControl, QueueReads):
+class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
     """One queue of fair lanes on one Valkey server.
 
     ``result_ttl`` is how long a finished job's row (its result) is kept,
@@ -292,24 +294,38 @@ class Queue(QueueAPI, LaneControl, QueueReads):
         anything is sent; a lost connection raises, as in
         ``complete_then_claim``.
         """
-        take = ClaimRequest(lease_ms, turns, worker_id, max_jobs).checked()
-        assert take.max_jobs is not None  # filled in by checked()
-        encoded = encode_outcomes(outcomes)
-        call = calls.complete_claim(
-            self.keys,
-            encoded,
-            self.result_ttl_ms,
-            take.lease_ms,
-            take.turns,
-            take.worker,
-            take.max_jobs,
-            self.history,
+        call = self.complete_claim_call(
+            encode_outcomes(outcomes), ClaimRequest(lease_ms, turns, worker_id, max_jobs)
         )
         try:
             codes, flat = self._run(call)
         except redis.ResponseError as exc:
             return [], [script_error(exc)] * len(outcomes)
         return parse_claims(flat), list(refusals(call.args[7::3], codes))
+
+    def complete_claim_call(
+        self, encoded: Sequence[tuple[str, int, str | bytes]], request: ClaimRequest
+    ) -> calls.Call:
+        """The ``complete_claim`` call: ``encoded`` outcomes (from
+        ``encode_outcomes``), then the claim ``request`` (``max_jobs`` 0:
+        record only)."""
+        if request.max_jobs == 0:
+            checked = replace(request, max_jobs=1).checked()
+            limit = 0
+        else:
+            checked = request.checked()
+            assert checked.max_jobs is not None  # filled in by checked()
+            limit = checked.max_jobs
+        return calls.complete_claim(
+            self.keys,
+            encoded,
+            self.result_ttl_ms,
+            checked.lease_ms,
+            checked.turns,
+            checked.worker,
+            limit,
+            self.history,
+        )
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of
@@ -337,35 +353,6 @@ class Queue(QueueAPI, LaneControl, QueueReads):
     def release(self, job_id: str, token: int) -> None:
         """Hand a claimed job back to the head of its lane (not counted as a failure)."""
         check_code(self._run(calls.release(self.keys, job_id, token)), job_id)
-
-    def reap(self) -> list[str]:
-        """Return every job whose lease expired to its lane; returns their ids.
-
-        A job whose lease has expired as many times as its max attempts (its
-        worker died or froze every time) is dead instead, with a
-        ``LeaseExpired`` error: a poison job does not come back forever."""
-        reaped: list[str] = []
-        while True:
-            batch = [
-                text(i)
-                for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries, self.history))
-            ]
-            reaped += batch
-            if len(batch) < BATCH:
-                return reaped
-
-    def promote(self) -> tuple[int, int | None]:
-        """Move every due scheduled job into its lane.
-
-        Returns ``(promoted, next_due_ms)``; ``next_due_ms`` is ``None`` when
-        nothing else is scheduled.
-        """
-        total = 0
-        while True:
-            count, next_due = self._run(calls.promote(self.keys, BATCH))
-            total += int(count)
-            if int(count) < BATCH:
-                return total, (None if int(next_due) < 0 else int(next_due))
 
 
 def _enqueued(call: calls.Call, reply: Sequence[Any]) -> Enqueued:

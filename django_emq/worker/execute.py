@@ -9,6 +9,7 @@ closed around it); :func:`aexecute` awaits a coroutine task on the event loop.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import random
 import traceback
@@ -25,8 +26,9 @@ from django.utils.module_loading import import_string
 
 from ..backend import FairLanesBackend, task_error
 from ..engine.payload import encode_result
-from ..engine.queue import Claim
-from ..exceptions import CorruptJob, InvalidArguments
+from ..engine.records import Claim
+from ..exceptions import CorruptJob, InvalidArguments, JobCancelled
+from ..jobs import stop_when_cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,12 +160,33 @@ async def aexecute(
     caller's: coroutine jobs start in batches, see :mod:`.signals`)."""
     try:
         if task.takes_context:
-            value = await task.func(TaskContext(task_result=result), *result.args, **result.kwargs)
-        else:
-            value = await task.func(*result.args, **result.kwargs)
+            return await _cancellable(task, TaskContext(task_result=result), attempt, policy)
+        value = await task.func(*result.args, **result.kwargs)
         return finish(value, attempt, policy)
     except BaseException as exc:  # CancelledError included: the worker is going away
         return failed(exc, attempt, policy)
+
+
+async def _cancellable(
+    task: Task[Any, Any], context: TaskContext[Any, Any], attempt: int, policy: Policy
+) -> Outcome:
+    """The hook that honours cancels for coroutine tasks that take the context:
+    ``stop_when_cancelled`` looks at the job's cancel flag (one read a second)
+    and cancels the task at its next ``await`` once a cancel is asked. The job
+    then ends dead at once with a ``JobCancelled`` error (never retried)."""
+    result = context.task_result
+    running = asyncio.ensure_future(task.func(context, *result.args, **result.kwargs))
+    watcher = asyncio.ensure_future(stop_when_cancelled(context, running))
+    try:
+        value = await running
+    except asyncio.CancelledError:
+        if not (watcher.done() and not watcher.cancelled() and watcher.result()):
+            raise  # the worker itself is going away
+        reason = f"{task.module_path} stopped: a cancel was asked while it ran"
+        return Failed(task_error(JobCancelled(result.id, reason), reason), None, reason)
+    finally:
+        watcher.cancel()
+    return finish(value, attempt, policy)
 
 
 def finish(value: Any, attempt: int, policy: Policy) -> Outcome:

@@ -23,6 +23,8 @@
   ARGV[6]  max_attempts  failures allowed before the job is dead
   ARGV[7]  run_after     due time in epoch ms; 0 = now
   ARGV[8]  meta          opaque JSON the caller wants kept (may be empty)
+  ARGV[9]  prefix        the queue's key prefix, emq:{q}: (for the history keys)
+  derived: <prefix>m:<minute> (hash, includes/history.lua)
 
   Returns {1, state, enq} when enqueued (state 'pending' or 'scheduled'),
           {0, state, enq} when the id exists already (nothing changed);
@@ -34,6 +36,7 @@
 -- @include "counter"
 -- @include "pending"
 -- @include "ring"
+-- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -65,6 +68,7 @@ redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
   'task', ARGV[3], 'args', ARGV[4], 'kwargs', ARGV[5], 'max', ARGV[6],
   'seq', seq, 'enq', now, 'meta', ARGV[8])
 addCount(Q.stats, 'enqueued', 1, 1)
+countEvent(ARGV[9], now, 'enq', 1)
 
 if state == 'scheduled' then
   redis.call('HSET', jk, 'due', due)

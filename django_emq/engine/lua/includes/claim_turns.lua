@@ -2,6 +2,7 @@
 -- @include "item_keys"
 -- @include "check"
 -- @include "counter"
+-- @include "history"
 
 -- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep): take up to
 -- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
@@ -107,7 +108,10 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep)
       local id, row = popped[2 * j - 1], rows[j]
       local token = (tonumber(row[7]) or 0) + 1
       local workers = recent(row[5], worker)
-      if not row[6] then row[6] = now end
+      if not row[6] then
+        row[6] = now
+        startedJob(prefix, lane, now, row[4])  -- its wait, in the history
+      end
       -- group and seq are rewritten from where the job was popped: a row that
       -- lost them (edited by hand) still settles and returns to its lane.
       redis.call('HSET', jobKey(prefix, id), 'attempts', token, 'state', 'active',

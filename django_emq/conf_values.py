@@ -1,0 +1,152 @@
+"""The parsers of ``EMQ`` setting values, one per kind: each takes the raw
+value and answers the parsed one, or raises ``ValueError`` saying what is
+wrong. :mod:`django_emq.conf` reads the settings with them."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from types import MappingProxyType
+
+from .engine.ids import BRAND_RE, JOB_BRAND
+from .engine.placement import MAX_SHARDS, shard_tags
+from .url import EMBEDDED, check_url
+
+#: The environment variable read when ``EMQ["URL"]`` is not set.
+URL_ENV = "EMQ_URL"
+
+#: The brand of the user model's lanes unless ``LANE_BRANDS`` says otherwise.
+USER_BRAND = "USR"
+
+_MODEL_LABEL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
+
+
+def token(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) < 16:
+        raise ValueError("must be a string of at least 16 characters (a random secret)")
+    return value
+
+
+def url_value(value: object) -> tuple[str | None, str | None]:
+    """The effective URL and an error message, if it is invalid."""
+    where = "EMQ['URL']"
+    if value is None or value == "":
+        value = os.environ.get(URL_ENV) or None
+        where = f"${URL_ENV}"
+    if value is None:
+        return None, None
+    if not isinstance(value, str):
+        return None, f"{where} must be a string, not {type(value).__name__}"
+    if value == EMBEDDED:
+        return value, None
+    try:
+        check_url(value)
+    except ValueError as exc:
+        return None, f"{where} is invalid: {exc}"
+    return value, None
+
+
+def default_embedded_dir() -> Path:
+    from django.conf import settings
+
+    base = getattr(settings, "BASE_DIR", None)
+    return (Path(base) if base else Path.cwd()) / "var" / "emq"
+
+
+def path_value(value: object) -> Path:
+    """An absolute path: a relative one is taken from ``BASE_DIR`` (else the cwd).
+
+    Absolute, so every process of the project agrees on it whatever its cwd.
+    """
+    from django.conf import settings
+
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise ValueError(f"must be a path, not {value!r}")
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return path
+    base = getattr(settings, "BASE_DIR", None)
+    return (Path(base) if base else Path.cwd()) / path
+
+
+def brands(value: object, *, user_label: str) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must be a dict of model label -> brand, not {type(value).__name__}")
+    brands = {user_label.lower(): USER_BRAND}
+    seen: set[str] = set()
+    for label, brand in value.items():
+        if not isinstance(label, str) or not _MODEL_LABEL_RE.fullmatch(label):
+            raise ValueError(f"key {label!r} is not a model label like 'app_label.ModelName'")
+        if label.lower() in seen:
+            raise ValueError(f"names model {label!r} twice")
+        seen.add(label.lower())
+        if not isinstance(brand, str) or not BRAND_RE.fullmatch(brand):
+            raise ValueError(f"brand {brand!r} of {label!r} is not three upper-case letters A-Z")
+        if brand == JOB_BRAND:
+            raise ValueError(f"brand {brand!r} of {label!r} is reserved for job ids")
+        brands[label.lower()] = brand
+    by_brand: dict[str, str] = {}
+    for label, brand in brands.items():
+        if brand in by_brand:
+            raise ValueError(
+                f"gives brand {brand!r} to both {by_brand[brand]!r} and {label!r}: "
+                "two models would share lanes"
+            )
+        by_brand[brand] = label
+    return MappingProxyType(brands)
+
+
+def shards(value: object) -> Mapping[str, int]:
+    """``{"queue name": shard count}``; a count of 1 is a plain queue."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must be a dict of queue name -> shard count, not {type(value).__name__}")
+    shards: dict[str, int] = {}
+    for name, count in value.items():
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SHARDS:
+            raise ValueError(f"gives queue {name!r} {count!r} shards: use 1 to {MAX_SHARDS}")
+        try:
+            shard_tags(name, count)  # the queue name and every shard's tag are valid names
+        except ValueError as exc:
+            raise ValueError(f"names queue {name!r}: {exc}") from None
+        if count > 1:
+            shards[name] = count
+    return MappingProxyType(shards)
+
+
+def to_seconds(value: object) -> float:
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"must be a number of seconds or a timedelta, not {value!r}")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"must be a finite number of seconds, not {value!r}")
+    return float(value)
+
+
+def duration(value: object) -> float:
+    seconds = to_seconds(value)
+    if seconds < 0:
+        raise ValueError(f"must not be negative, not {value!r}")
+    return seconds
+
+
+def positive_duration(value: object) -> float:
+    seconds = to_seconds(value)
+    if seconds <= 0:
+        raise ValueError(f"must be more than zero seconds, not {value!r}")
+    return seconds
+
+
+def optional_positive_int(value: object) -> int | None:
+    return None if value is None else positive_int(value)
+
+
+def positive_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"must be a whole number of at least 1, not {value!r}")
+    return value
