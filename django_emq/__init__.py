@@ -12,9 +12,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .engine.ids import lane_id
     from .engine.shards import AnyQueue
-    from .lanes import enqueue_for, enqueue_on_commit, lane, lane_for
+    from .lanes import enqueue_for, enqueue_on_commit, lane, lane_for, unique
 
-__all__ = ["enqueue_for", "enqueue_on_commit", "get_queue", "lane", "lane_for", "lane_id"]
+__all__ = [
+    "enqueue_for",
+    "enqueue_on_commit",
+    "get_queue",
+    "lane",
+    "lane_for",
+    "lane_id",
+    "unique",
+]
 
 _LAZY = {
     "lane_id": "ids",
@@ -22,6 +30,7 @@ _LAZY = {
     "enqueue_on_commit": "lanes",
     "lane": "lanes",
     "lane_for": "lanes",
+    "unique": "lanes",
 }
 
 
@@ -46,5 +55,5 @@ def get_queue(name: str = "default", **options: Any) -> AnyQueue:
 
     s = emq_settings()
     connection = options.pop("connection", None) or get_connection()
-    options = {**s.queue_options(), **options}
+    options = {**s.queue_options(name), **options}
     return open_queue(name, connection=connection, shards=s.shards.get(name, 1), **options)

@@ -34,7 +34,7 @@ from .engine.payload import decode, encode_arguments
 from .engine.queue import Queue
 from .engine.shards import AnyQueue, open_queue
 from .exceptions import EnqueueError, InvalidArguments
-from .lanes import current_lane
+from .lanes import current_lane, current_unique_key
 
 #: Job row state -> django.tasks status.
 STATUS = {
@@ -166,7 +166,7 @@ class FairLanesBackend(BaseTaskBackend):
         if found is None:
             s = emq_settings()
             found = open_queue(
-                name, connection=connection, shards=s.shards.get(name, 1), **s.queue_options()
+                name, connection=connection, shards=s.shards.get(name, 1), **s.queue_options(name)
             )
             self._queues = {k: v for k, v in self._queues.items() if k[1] == id(connection)}
             self._queues[key] = found
@@ -202,14 +202,16 @@ class FairLanesBackend(BaseTaskBackend):
         run_after = task.run_after
         if run_after is not None and timezone.is_naive(run_after):
             run_after = timezone.make_aware(run_after)
+        queue = self.engine(task.queue_name)
         try:
-            enqueued = self.engine(task.queue_name).enqueue(
+            enqueued = queue.enqueue(
                 lane,
                 task.module_path,
                 args,
                 kwargs,
                 run_after=run_after,
                 meta={"backend": self.alias},
+                unique_key=current_unique_key(),
             )
         except InvalidArguments as exc:
             raise InvalidArguments(f"{task.module_path}: {exc}") from None
@@ -217,6 +219,10 @@ class FairLanesBackend(BaseTaskBackend):
             raise EnqueueError(
                 f"could not reach Valkey to enqueue on {task.queue_name!r}: {exc}"
             ) from exc
+        if enqueued.duplicate:  # a job holding the unique key answers in its place
+            row = queue.job(enqueued.job_id)
+            if row is not None:
+                return result_from_row(task, enqueued.job_id, row, self.alias)
         # Built here rather than read back: no second round trip per enqueue.
         result: TaskResult[Any, Any] = TaskResult(
             task=task,

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .engine.ids import BRAND_RE, JOB_BRAND
+from .engine.ids import BRAND_RE, JOB_BRAND, validate_queue_name
 from .engine.placement import MAX_SHARDS, shard_tags
 from .exceptions import ConfigurationError
 from .url import EMBEDDED, check_url
@@ -45,6 +45,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "SHUTDOWN_GRACE",
         "PREFETCH",
         "SHARDS",
+        "MAX_DEPTH",
     }
 )
 
@@ -64,6 +65,9 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "PREFETCH": 16,
     }
 )
+
+#: The key of a per-queue setting that applies to every queue it does not name.
+ALL_QUEUES = "*"
 
 #: Largest ``EMQ["PREFETCH"]``: what one claim may take at once.
 MAX_PREFETCH = 1000
@@ -107,19 +111,26 @@ class EMQSettings:
     prefetch: int
     #: Queue name -> shard count, for the queues spread over shards (``EMQ["SHARDS"]``).
     shards: Mapping[str, int] = MappingProxyType({})
+    #: Queue name -> the most pending jobs a lane may hold (``EMQ["MAX_DEPTH"]``);
+    #: the key ``"*"`` applies to every queue not named.
+    max_depth: Mapping[str, int] = MappingProxyType({})
 
     def brand_for(self, label: str) -> str | None:
         """The lane brand of model ``label`` (``model._meta.label``), any case."""
         return self.lane_brands.get(label.lower())
 
-    def queue_options(self) -> dict[str, Any]:
-        """Keyword arguments for :class:`django_emq.engine.queue.Queue` from these settings."""
-        return {
+    def queue_options(self, name: str | None = None) -> dict[str, Any]:
+        """Keyword arguments for :class:`django_emq.engine.queue.Queue` from these
+        settings; with a queue ``name``, its lane policies' defaults too."""
+        options: dict[str, Any] = {
             "max_attempts": self.max_attempts,
             "max_expiries": self.max_expiries,
             "result_ttl": timedelta(seconds=self.result_ttl),
             "max_payload": self.max_payload,
         }
+        if name is not None:
+            options["max_depth"] = self.max_depth.get(name, self.max_depth.get(ALL_QUEUES))
+        return options
 
 
 @functools.cache
@@ -198,6 +209,7 @@ def _read() -> tuple[dict[str, Any], list[str]]:
     one_expiry = values.get("max_expiries") == 1
     field("PREFETCH", _positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
     field("SHARDS", _shards, {})
+    field("MAX_DEPTH", functools.partial(_per_queue, parse=_positive_int), {})
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
     if values["prefetch"] > MAX_PREFETCH:
@@ -294,6 +306,24 @@ def _shards(value: object) -> Mapping[str, int]:
         if count > 1:
             shards[name] = count
     return MappingProxyType(shards)
+
+
+def _per_queue(value: object, *, parse: Callable[[Any], Any]) -> Mapping[str, Any]:
+    """A value for every queue, or ``{"queue name" or "*": value}``."""
+    if not isinstance(value, Mapping):
+        value = {ALL_QUEUES: value}
+    parsed: dict[str, Any] = {}
+    for name, item in value.items():
+        if name != ALL_QUEUES:
+            try:
+                validate_queue_name(name)
+            except ValueError as exc:
+                raise ValueError(f"names queue {name!r}: {exc}") from None
+        try:
+            parsed[name] = parse(item)
+        except ValueError as exc:
+            raise ValueError(f"for queue {name!r} {exc}") from None
+    return MappingProxyType(parsed)
 
 
 def _seconds(value: object) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .engine.exceptions import (
     BAD_STATE,
+    LANE_FULL,
     NO_JOB,
     STALE_TOKEN,
     UNAVAILABLE,
@@ -14,6 +15,7 @@ from .engine.exceptions import (
     InvalidJobState,
     JobError,
     JobNotFound,
+    LaneFull,
     LeaseExpired,
     ScriptError,
     StaleToken,
@@ -28,6 +30,7 @@ class ConfigurationError(EMQError):
 
 __all__ = [
     "BAD_STATE",
+    "LANE_FULL",
     "NO_JOB",
     "STALE_TOKEN",
     "UNAVAILABLE",
@@ -39,6 +42,7 @@ __all__ = [
     "InvalidJobState",
     "JobError",
     "JobNotFound",
+    "LaneFull",
     "LeaseExpired",
     "ScriptError",
     "StaleToken",

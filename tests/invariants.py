@@ -47,6 +47,8 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "seq": "string",
     "wake": "list",
     "workers": "hash",
+    "max_depths": "hash",
+    "unique": "hash",
 }
 
 
@@ -66,6 +68,8 @@ class Snapshot:
     inflight: dict[str, int] = field(default_factory=dict)
     lane_active: dict[str, dict[str, int]] = field(default_factory=dict)
     lane_dead: dict[str, dict[str, int]] = field(default_factory=dict)
+    max_depths: dict[str, int] = field(default_factory=dict)
+    unique: dict[str, str] = field(default_factory=dict)
 
     def state(self, job_id: str) -> str | None:
         """The job's row state, or ``None`` when it has no row."""
@@ -130,6 +134,8 @@ def check_invariants(queue: Queue) -> Snapshot:
     snap.weights = _hash_ints(r, k.weights)
     snap.inflight = _hash_ints(r, k.inflight)
     depths = _zset(r, k.depths)
+    snap.max_depths = _hash_ints(r, k.max_depths)
+    snap.unique = {text(f): text(v) for f, v in r.hgetall(k.unique).items()}
     stats = _hash_ints(r, k.stats)
     snap.active = _zset(r, k.active)
     snap.schedule = _zset(r, k.schedule)
@@ -151,6 +157,9 @@ def check_invariants(queue: Queue) -> Snapshot:
     for lane in snap.paused | set(snap.ceilings) | set(snap.weights) | set(snap.inflight):
         validate_lane(lane)
     assert all(c >= 1 for c in snap.ceilings.values()), f"bad ceilings {snap.ceilings}"
+    for lane in snap.max_depths:
+        validate_lane(lane)
+    assert all(d >= 1 for d in snap.max_depths.values()), f"bad max depths {snap.max_depths}"
     assert all(w >= 2 for w in snap.weights.values()), (
         f"weights must be >= 2 (weight 1 is stored as absence): {snap.weights}"
     )
@@ -254,4 +263,27 @@ def check_invariants(queue: Queue) -> Snapshot:
         if state == "scheduled":
             assert snap.schedule[job_id] == int(row["due"]), f"job {job_id}: due != score"
 
+    _check_unique(snap)
     return snap
+
+
+def _check_unique(snap: Snapshot) -> None:
+    """Each unique key is held by exactly the unfinished job whose row names it."""
+    for held, job_id in snap.unique.items():
+        lane, _, key = held.partition(":")
+        row = snap.jobs.get(job_id)
+        assert row is not None, f"unique key {held!r} is held by {job_id}, which has no row"
+        assert row["state"] in ("pending", "scheduled", "active"), (
+            f"unique key {held!r} is held by {row['state']} job {job_id}"
+        )
+        assert (row.get("group"), row.get("uniq")) == (lane, key), (
+            f"unique key {held!r} is held by {job_id} of lane {row.get('group')} "
+            f"with key {row.get('uniq')!r}"
+        )
+    for job_id, row in snap.jobs.items():
+        if "uniq" in row:
+            held = f"{row['group']}:{row['uniq']}"
+            assert snap.unique.get(held) == job_id, (
+                f"{row['state']} job {job_id} names unique key {held!r}, held by "
+                f"{snap.unique.get(held)}"
+            )

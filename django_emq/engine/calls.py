@@ -30,6 +30,8 @@ def enqueue(
     max_attempts: int,
     run_after_ms: int,
     meta: str,
+    max_depth: int | None = None,
+    unique_key: str = "",
 ) -> Call:
     keys = [
         k.ring,
@@ -54,6 +56,9 @@ def enqueue(
         max_attempts,
         run_after_ms,
         meta,
+        k.prefix,
+        "" if max_depth is None else max_depth,
+        unique_key,
     ]
     return Call("enqueue", keys, args)
 
@@ -169,6 +174,10 @@ def pause(k: QueueKeys, lane: str, paused: bool) -> Call:
 def set_limit(k: QueueKeys, lane: str, ceiling: int | None) -> Call:
     keys = [k.ring, k.on_ring, k.paused, k.ceilings, k.inflight, k.wake, k.pending(lane)]
     return Call("set_limit", keys, [lane, "" if ceiling is None else ceiling])
+
+
+def set_max_depth(k: QueueKeys, lane: str, max_depth: int | None) -> Call:
+    return Call("set_max_depth", [k.max_depths], [lane, "" if max_depth is None else max_depth])
 
 
 def set_weight(k: QueueKeys, lane: str, weight: int) -> Call:

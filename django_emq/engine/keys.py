@@ -95,6 +95,16 @@ class QueueKeys:
         return self._k("wake")
 
     @property
+    def max_depths(self) -> str:
+        """Hash: lane -> most pending jobs it may hold (an enqueue beyond raises ``LaneFull``)."""
+        return self._k("maxdepth")
+
+    @property
+    def unique(self) -> str:
+        """Hash: ``<lane>:<unique key>`` -> id of the unfinished job holding the key."""
+        return self._k("unique")
+
+    @property
     def workers(self) -> str:
         """Hash: worker id -> last heartbeat record (JSON)."""
         return self._k("workers")

@@ -23,6 +23,7 @@ from .exceptions import EnqueueError, JobError, check_code
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .keys import QueueKeys
 from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text
+from .policies import LanePolicies
 from .reads import QueueReads
 from .records import (
     CLAIM_STRIDE,
@@ -39,9 +40,11 @@ from .records import (
     default_worker_id,
     encode_outcomes,
     parse_claims,
+    parse_enqueued,
     positive_int,
     refusals,
     run_after_ms,
+    unique_key_arg,
 )
 from .scripts import Scripts
 
@@ -68,13 +71,15 @@ __all__ = [
 ]
 
 
-class Queue(QueueAPI, LaneControl, QueueReads):
+class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
     """One queue of fair lanes on one Valkey server.
 
     ``result_ttl`` is how long a finished job's row (its result) is kept,
-    ``max_attempts`` how many failures a job may have before it is dead, and
+    ``max_attempts`` how many failures a job may have before it is dead,
     ``max_expiries`` how many times its lease may expire (its worker died or
-    froze) before it is dead rather than returned to its lane.
+    froze) before it is dead rather than returned to its lane, and
+    ``max_depth`` the most pending jobs a lane may hold unless it sets its own
+    (``None``: no limit).
     """
 
     def __init__(
@@ -86,6 +91,7 @@ class Queue(QueueAPI, LaneControl, QueueReads):
         max_expiries: int = 3,
         result_ttl: timedelta = timedelta(days=1),
         max_payload: int = DEFAULT_MAX_PAYLOAD,
+        max_depth: int | None = None,
     ) -> None:
         self.name = name
         self.keys = QueueKeys(name)
@@ -94,6 +100,7 @@ class Queue(QueueAPI, LaneControl, QueueReads):
         self.max_expiries = positive_int("max_expiries", max_expiries)
         self.result_ttl_ms = int(result_ttl.total_seconds() * 1000)
         self.max_payload = max_payload
+        self.max_depth = None if max_depth is None else positive_int("max_depth", max_depth)
         self._scripts = Scripts(connection)
         #: A plain queue is a sharded queue of one.
         self.shards: tuple[Queue, ...] = (self,)
@@ -126,6 +133,7 @@ class Queue(QueueAPI, LaneControl, QueueReads):
         positive_int("max_attempts", attempts)
         args_json, kwargs_json = encode_arguments(spec.args, spec.kwargs, self.max_payload)
         meta_json = "" if not spec.meta else encode_result(dict(spec.meta))
+        unique = unique_key_arg(spec.unique_key)
         return calls.enqueue(
             self.keys,
             job_id,
@@ -136,6 +144,8 @@ class Queue(QueueAPI, LaneControl, QueueReads):
             attempts,
             run_after_ms(spec.run_after),
             meta_json,
+            self.max_depth,
+            unique,
         )
 
     def enqueue_spec(self, spec: JobSpec) -> Enqueued:
@@ -145,7 +155,7 @@ class Queue(QueueAPI, LaneControl, QueueReads):
             reply = self._run(call)
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
-        return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
+        return parse_enqueued(str(call.args[0]), str(call.args[1]), reply)
 
     def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
         """:meth:`enqueue_many` of :class:`JobSpec` values."""
@@ -177,8 +187,10 @@ class Queue(QueueAPI, LaneControl, QueueReads):
                 raise self._enqueue_error(reply) from reply
             if isinstance(reply, Exception):
                 raise reply
+        # A full lane refuses its job alone: the jobs before and after it in the
+        # batch are admitted; LaneFull names the first refused one.
         return [
-            Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0)
+            parse_enqueued(str(call.args[0]), str(call.args[1]), reply)
             for call, reply in zip(prepared, replies, strict=True)
         ]
 

@@ -64,10 +64,10 @@ class QueueReads:
         k = self.keys
         names = [lane for lane, _ in ranked]
         pipe = self.connection.pipeline(transaction=False)
-        for key in (k.inflight, k.ceilings, k.weights):
+        for key in (k.inflight, k.ceilings, k.weights, k.max_depths):
             pipe.hmget(key, names)
         pipe.smismember(k.paused, names)
-        inflight, ceilings, weights, paused = pipe.execute()
+        inflight, ceilings, weights, max_depths, paused = pipe.execute()
         return [
             LaneInfo(
                 lane,
@@ -76,6 +76,7 @@ class QueueReads:
                 None if ceilings[i] is None else int(ceilings[i]),
                 as_int(weights[i], 1),
                 bool(paused[i]),
+                None if max_depths[i] is None else int(max_depths[i]),
             )
             for i, (lane, depth) in enumerate(ranked)
         ]

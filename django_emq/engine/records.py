@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .exceptions import JobError, refusal
+from .exceptions import LANE_FULL, JobError, LaneFull, refusal
 from .payload import decode, encode_result, text
 
 #: Largest weight a lane may carry: one turn serves at most this many of its jobs.
@@ -40,8 +40,9 @@ class JobSpec:
     """One job to enqueue: everything ``enqueue`` takes, in one value.
 
     ``job_id`` (``None``: mint one), ``run_after`` (aware; ``None``: now),
-    ``max_attempts`` (``None``: the queue's) and ``meta`` (kept on the row) are
-    optional. Checked when a queue prepares it, never half-written.
+    ``max_attempts`` (``None``: the queue's), ``meta`` (kept on the row) and
+    ``unique_key`` (at most one unfinished job per key and lane) are optional.
+    Checked when a queue prepares it, never half-written.
     """
 
     lane: str
@@ -52,6 +53,7 @@ class JobSpec:
     run_after: datetime | None = None
     max_attempts: int | None = None
     meta: Mapping[str, Any] | None = None
+    unique_key: str | None = None
 
     @classmethod
     def of(cls, job: JobSpec | Mapping[str, Any]) -> JobSpec:
@@ -134,6 +136,8 @@ class LaneInfo:
     ceiling: int | None
     weight: int
     paused: bool
+    #: The lane's own max depth (``None``: the queue's default applies, if any).
+    max_depth: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +150,23 @@ class Totals:
     dead: int
     lanes: int
     ring: int
+
+
+#: Longest unique key (``JobSpec.unique_key``), in characters.
+MAX_UNIQUE_KEY = 200
+
+
+def unique_key_arg(key: object) -> str:
+    """The enqueue script's unique-key argument ('' for none); ``ValueError`` if bad."""
+    if key is None:
+        return ""
+    if not isinstance(key, str) or not key or len(key) > MAX_UNIQUE_KEY:
+        raise ValueError(
+            f"unique_key must be a str of 1 to {MAX_UNIQUE_KEY} characters, not {key!r}"
+        )
+    if not key.isprintable():
+        raise ValueError(f"unique_key must be printable text, not {key!r}")
+    return key
 
 
 def as_int(value: Any, default: int = 0) -> int:
@@ -198,6 +219,17 @@ def encode_outcomes(outcomes: Sequence[tuple[str, int, Any]]) -> list[tuple[str,
         positive_int("token", token)
         encoded.append((job_id, token, encode_result(result)))
     return encoded
+
+
+def parse_enqueued(job_id: str, lane: str, reply: Sequence[Any]) -> Enqueued:
+    """The enqueue script's reply for job ``job_id`` on ``lane``; raises
+    :class:`LaneFull` when the lane held its max depth (nothing was written).
+    A job holding the same unique key answers in its place (``duplicate``)."""
+    code = int(reply[0])
+    if code == LANE_FULL:
+        raise LaneFull(lane, int(reply[1]))
+    holder = text(reply[2]) if len(reply) > 2 else job_id
+    return Enqueued(holder, text(reply[1]), code == 0)
 
 
 def parse_claims(flat: Sequence[Any] | None) -> list[Claim]:

@@ -13,7 +13,8 @@
   KEYS[7]  stats     hash   queue counters
   KEYS[8]  wake      list   wake tokens for parked workers
   derived: <prefix>job:<id> (hash) of each job, <prefix>g:<lane>:pending and
-           <prefix>g:<lane>:active (zsets) of each job's lane
+           <prefix>g:<lane>:active (zsets) of each job's lane, <prefix>unique
+           (hash, see includes/policies.lua)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  ttl_ms    how long a finished row is kept; 0 deletes it now
@@ -27,6 +28,7 @@
 -- @include "item_keys"
 -- @include "fence"
 -- @include "ring"
+-- @include "policies"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], stats = KEYS[7], wake = KEYS[8]}
@@ -34,6 +36,7 @@ local prefix = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local now = nowMs()
 local codes, done, byLane, lanes = {}, {}, {}, {}
+local uniques = anyUnique(prefix)
 
 for i = 3, #ARGV, 3 do
   local id = ARGV[i]
@@ -44,6 +47,7 @@ for i = 3, #ARGV, 3 do
   else
     codes[#codes + 1] = 1
     done[#done + 1] = id
+    if uniques then releaseUnique(prefix, jk, id) end
     if ttl > 0 then
       redis.call('HSET', jk, 'state', 'done', 'finished', now, 'result', ARGV[i + 2])
       redis.call('PEXPIRE', jk, ttl)

@@ -23,13 +23,20 @@
   ARGV[6]  max_attempts  failures allowed before the job is dead
   ARGV[7]  run_after     due time in epoch ms; 0 = now
   ARGV[8]  meta          opaque JSON the caller wants kept (may be empty)
+  ARGV[9]  prefix        the queue's key prefix, emq:{q}:
+  ARGV[10] max_depth     the queue's default max lane depth; '' for none
+  ARGV[11] unique        the job's unique key on its lane; '' for none
+  derived: <prefix>maxdepth, <prefix>unique (hashes, see includes/policies.lua)
 
   Returns {1, state} when enqueued (state 'pending' or 'scheduled'),
-          {0, state} when the id exists already (nothing changed).
+          {0, state} when the id exists already (nothing changed),
+          {0, state, id} when job `id` holds the unique key (nothing changed),
+          {-4, max} when the lane holds its max depth already (nothing changed).
 ]]
 -- @include "now_ms"
 -- @include "pending"
 -- @include "ring"
+-- @include "policies"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -39,6 +46,13 @@ local id, lane = ARGV[1], ARGV[2]
 
 local existing = redis.call('HGET', jk, 'state')
 if existing then return {0, existing} end
+local prefix, unique = ARGV[9], ARGV[11]
+if unique ~= '' then
+  local holder = uniqueHolder(prefix, lane, unique)
+  if holder then return {0, redis.call('HGET', jobKey(prefix, holder), 'state'), holder} end
+end
+local full = laneFull(prefix, lane, pendingKey, ARGV[10])
+if full then return {-4, full} end
 
 local now = nowMs()
 local seq = redis.call('INCR', KEYS[9])
@@ -50,6 +64,7 @@ redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
   'task', ARGV[3], 'args', ARGV[4], 'kwargs', ARGV[5], 'max', ARGV[6],
   'seq', seq, 'enq', now, 'meta', ARGV[8])
 redis.call('HINCRBY', Q.stats, 'enqueued', 1)
+if unique ~= '' then holdUnique(prefix, lane, unique, id, jk) end
 
 if state == 'scheduled' then
   redis.call('HSET', jk, 'due', due)

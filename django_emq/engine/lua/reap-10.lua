@@ -19,7 +19,8 @@
   KEYS[9]  wake      list   wake tokens for parked workers
   KEYS[10] dead      zset   dead job ids by time of death (ms)
   derived: <prefix>g:<lane>:pending, <prefix>g:<lane>:active and
-           <prefix>g:<lane>:dead (zsets), <prefix>job:<id> (hash)
+           <prefix>g:<lane>:dead (zsets), <prefix>job:<id> (hash), <prefix>unique
+           (hash, see includes/policies.lua: a dead job frees its unique key)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  limit     at most this many jobs per call
@@ -30,6 +31,7 @@
 ]]
 -- @include "now_ms"
 -- @include "return_to_lane"
+-- @include "policies"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -41,6 +43,7 @@ local now = nowMs()
 -- bury(id, jk, lane, expiries, worker): the job is dead with a LeaseExpired error.
 local function bury(id, jk, lane, expiries, worker)
   leaveActive(Q, prefix, id, lane)
+  releaseUnique(prefix, jk, id)
   local error = cjson.encode({
     exception_class_path = 'django_emq.exceptions.LeaseExpired',
     traceback = 'the lease expired ' .. expiries .. ' times (EMQ MAX_EXPIRIES): the worker '

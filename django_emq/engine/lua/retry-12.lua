@@ -17,7 +17,8 @@
   KEYS[11] wake      list   wake tokens for parked workers
   KEYS[12] job       hash   the job row
   derived: <prefix>g:<lane>:pending, <prefix>g:<lane>:active and
-           <prefix>g:<lane>:dead (zsets) of the job's lane
+           <prefix>g:<lane>:dead (zsets) of the job's lane, <prefix>unique
+           (hash, see includes/policies.lua: a dead job frees its unique key)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  id        the job id
@@ -38,6 +39,7 @@
 -- @include "inflight"
 -- @include "pending"
 -- @include "ring"
+-- @include "policies"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], schedule = KEYS[4],
   dead = KEYS[5], paused = KEYS[6], ceilings = KEYS[7], inflight = KEYS[8],
@@ -60,6 +62,7 @@ redis.call('HSET', jk, 'errors', cjson.encode(errors))
 local state
 if ARGV[6] == 'dead' or fails >= max then
   state = 'dead'
+  releaseUnique(prefix, jk, id)
   redis.call('HSET', jk, 'state', state, 'error', ARGV[4], 'finished', now)
   redis.call('ZADD', Q.dead, now, id)
   redis.call('ZADD', laneDeadKey(prefix, lane), now, id)

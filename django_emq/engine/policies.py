@@ -1,0 +1,34 @@
+"""Lane policies: a lane's max depth (backpressure on enqueue). The operator's
+writes, each one script on the lane's home queue; the checks themselves run
+inside the hot-path scripts (``lua/includes/policies.lua``).
+
+Written once for a plain :class:`~.queue.Queue` and a
+:class:`~.shards.ShardedQueue`: each call goes to ``shard_for_lane(lane)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import calls
+from .ids import validate_lane
+from .records import positive_int
+
+if TYPE_CHECKING:
+    from .queue import Queue
+
+
+class LanePolicies:
+    """Max depth per lane, for :class:`Queue` and :class:`ShardedQueue`."""
+
+    def shard_for_lane(self, lane: str) -> Queue:
+        raise NotImplementedError
+
+    def set_max_depth(self, lane: str, max_depth: int | None) -> None:
+        """Refuse enqueues (``LaneFull``) while the lane holds ``max_depth`` pending
+        jobs; ``None`` removes the lane's own limit (the queue's default applies
+        again, if it has one). Jobs already pending stay."""
+        if max_depth is not None:
+            positive_int("max_depth", max_depth)
+        home = self.shard_for_lane(validate_lane(lane))
+        home._run(calls.set_max_depth(home.keys, lane, max_depth))
