@@ -159,6 +159,11 @@ def workload(queue: Queue) -> set[str]:
     assert use("record")(record_call) == [None]
     use("set_weight")(A, 2)
     use("set_limit")(B, 1)
+    use("set_max_depth")(C, 100)
+    assert (
+        use("enqueue")(C, TASK, unique_key="k").job_id
+        == use("enqueue")(C, TASK, unique_key="k").job_id
+    )
 
     claims = use("claim")(60_000, turns=3, worker_id="w:1")
     assert claims is not None
@@ -299,6 +304,7 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "pause": calls.pause(k, lane, True),
         "set_limit": calls.set_limit(k, lane, 2),
         "set_weight": calls.set_weight(k, lane, 2),
+        "set_max_depth": calls.set_max_depth(k, lane, 5),
         "drain": calls.drain(k, lane, 10),
         "move": calls.move(k, job, lane_id("USR", 8)),
         "retry_dead": calls.retry_dead(k, lane, 10, [job]),

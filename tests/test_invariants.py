@@ -154,11 +154,15 @@ class QueueMachine(RuleBasedStateMachine):
         if any(lane in self.max_depths for lane, _ in batch):
             # A full lane refuses its own jobs; the others are admitted.
             ids = [mint_job_id() for _ in jobs]
+            refused = None
             try:
-                self.queue.enqueue_many({**job, "job_id": i} for job, i in zip(jobs, ids))
+                self.queue.enqueue_many(
+                    {**job, "job_id": i} for job, i in zip(jobs, ids, strict=True)
+                )
             except LaneFull as exc:
-                event("enqueue_many", "a lane was full")
-                assert exc.lane in self.max_depths
+                refused = exc.lane
+            event("enqueue_many", "a lane was full" if refused else "room")
+            assert refused is None or refused in self.max_depths
             self.known += [i for i in ids if self.queue.job(i) is not None]
             return
         done = self.queue.enqueue_many(jobs)

@@ -74,6 +74,18 @@ class WeightForm(forms.Form):
     )
 
 
+class MaxDepthForm(forms.Form):
+    max_depth = forms.IntegerField(
+        label=gettext_lazy("Max depth"),
+        required=False,
+        min_value=1,
+        max_value=1_000_000_000,
+        help_text=gettext_lazy(
+            "Most pending jobs the lane may hold; blank removes it (the queue's default applies)."
+        ),
+    )
+
+
 class DeadJobsForm(forms.Form):
     scope = forms.ChoiceField(
         choices=[("selected", gettext_lazy("Selected")), ("all", gettext_lazy("All"))]
@@ -120,6 +132,17 @@ def _weight(queue: Queue, lane: str, data: Mapping[str, Any]) -> Outcome:
     return messages.SUCCESS, _("Weight of lane %(lane)s set to %(weight)d.") % {
         "lane": lane,
         "weight": data["weight"],
+    }
+
+
+def _max_depth(queue: Queue, lane: str, data: Mapping[str, Any]) -> Outcome:
+    max_depth = data["max_depth"]
+    queue.set_max_depth(lane, max_depth)
+    if max_depth is None:
+        return messages.SUCCESS, _("Max depth of lane %(lane)s removed.") % {"lane": lane}
+    return messages.SUCCESS, _("Max depth of lane %(lane)s set to %(max_depth)d.") % {
+        "lane": lane,
+        "max_depth": max_depth,
     }
 
 
@@ -175,6 +198,7 @@ ACTIONS: dict[str, Action] = {
         Action("resume", gettext_lazy("Resume"), NoFieldsForm, False, _resume),
         Action("ceiling", gettext_lazy("Set ceiling"), CeilingForm, False, _ceiling),
         Action("weight", gettext_lazy("Set weight"), WeightForm, False, _weight),
+        Action("max-depth", gettext_lazy("Set max depth"), MaxDepthForm, False, _max_depth),
         Action("drain", gettext_lazy("Drain"), NoFieldsForm, True, _drain),
         Action("retry-dead", gettext_lazy("Retry dead jobs"), DeadJobsForm, False, _retry_dead),
         Action("delete-dead", gettext_lazy("Delete dead jobs"), DeadJobsForm, True, _delete_dead),
