@@ -49,6 +49,8 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "workers": "hash",
     "max_depths": "hash",
     "unique": "hash",
+    "rates": "hash",
+    "throttled": "zset",
 }
 
 
@@ -70,6 +72,9 @@ class Snapshot:
     lane_dead: dict[str, dict[str, int]] = field(default_factory=dict)
     max_depths: dict[str, int] = field(default_factory=dict)
     unique: dict[str, str] = field(default_factory=dict)
+    rates: dict[str, str] = field(default_factory=dict)
+    throttled: dict[str, int] = field(default_factory=dict)
+    starts: dict[str, list[int]] = field(default_factory=dict)
 
     def state(self, job_id: str) -> str | None:
         """The job's row state, or ``None`` when it has no row."""
@@ -114,6 +119,11 @@ def check_invariants(queue: Queue) -> Snapshot:
             lane = validate_lane(rest[2 : -len(":pending")])
             assert text(r.type(key)) == "zset", f"{key} is not a sorted set"
             lane_keys[lane] = key
+        elif rest.startswith("g:") and rest.endswith(":starts"):
+            lane = validate_lane(rest[2 : -len(":starts")])
+            kind = text(r.type(key))
+            assert kind in ("list", "none"), f"{key} is not a list"  # "none": it expired
+            snap.starts[lane] = [int(x) for x in r.lrange(key, 0, -1)]
         elif rest.startswith("g:") and rest.endswith((":active", ":dead")):
             lane, _, kind = rest[2:].rpartition(":")
             validate_lane(lane)
@@ -136,6 +146,8 @@ def check_invariants(queue: Queue) -> Snapshot:
     depths = _zset(r, k.depths)
     snap.max_depths = _hash_ints(r, k.max_depths)
     snap.unique = {text(f): text(v) for f, v in r.hgetall(k.unique).items()}
+    snap.rates = {text(f): text(v) for f, v in r.hgetall(k.rates).items()}
+    snap.throttled = _zset(r, k.throttled)
     stats = _hash_ints(r, k.stats)
     snap.active = _zset(r, k.active)
     snap.schedule = _zset(r, k.schedule)
@@ -160,6 +172,7 @@ def check_invariants(queue: Queue) -> Snapshot:
     for lane in snap.max_depths:
         validate_lane(lane)
     assert all(d >= 1 for d in snap.max_depths.values()), f"bad max depths {snap.max_depths}"
+    _check_rates(snap)
     assert all(w >= 2 for w in snap.weights.values()), (
         f"weights must be >= 2 (weight 1 is stored as absence): {snap.weights}"
     )
@@ -176,6 +189,7 @@ def check_invariants(queue: Queue) -> Snapshot:
         for lane in snap.lanes
         if lane not in snap.paused
         and (lane not in snap.ceilings or snap.inflight.get(lane, 0) < snap.ceilings[lane])
+        and lane not in snap.throttled
     }
     assert set(snap.ring) == serviceable, (
         f"ring has {sorted(set(snap.ring) - serviceable)} not serviceable; "
@@ -265,6 +279,25 @@ def check_invariants(queue: Queue) -> Snapshot:
 
     _check_unique(snap)
     return snap
+
+
+def _check_rates(snap: Snapshot) -> None:
+    """Rates are ``<count>:<per_ms>``; a lane's start log is sorted and never
+    longer than its own limit's count."""
+    for lane, spec in snap.rates.items():
+        validate_lane(lane)
+        count, _, per = spec.partition(":")
+        assert count.isdigit(), f"lane {lane} has a bad rate {spec!r}"
+        assert per.isdigit(), f"lane {lane} has a bad rate {spec!r}"
+        assert int(count) >= 1, f"lane {lane} has a bad rate {spec!r}"
+        assert int(per) >= 1, f"lane {lane} has a bad rate {spec!r}"
+    for lane in snap.throttled:
+        validate_lane(lane)
+    for lane, stamps in snap.starts.items():
+        assert stamps == sorted(stamps), f"lane {lane}'s start log is not in order: {stamps}"
+        if lane in snap.rates:
+            most = int(snap.rates[lane].partition(":")[0])
+            assert len(stamps) <= most, f"lane {lane} logs {len(stamps)} starts > {most}"
 
 
 def _check_unique(snap: Snapshot) -> None:

@@ -210,6 +210,14 @@ class QueueMachine(RuleBasedStateMachine):
         else:
             self.max_depths[lane] = max_depth
 
+    @rule(lane=lanes, rate=st.sampled_from([None, (1, 3600), (3, 3600)]))
+    def set_rate(self, lane: str, rate: tuple[int, int] | None) -> None:
+        """Hour-long windows only: a lane throttled here stays so for the example."""
+        if rate is None:
+            self.queue.clear_rate(lane)
+        else:
+            self.queue.set_rate(lane, *rate)
+
     # -- the worker's side --------------------------------------------------
 
     def _claim(self, turns: int, lease_ms: int) -> list[str]:

@@ -54,3 +54,44 @@ def test_finishing_unique_jobs_costs_the_same_with_20000_lanes(r: redis.Redis) -
     counts = run_both(r, scenario)
     assert counts["evalsha"] == 2 * CYCLES
     assert counts["hdel"] >= CYCLES  # the keys were freed
+
+
+def test_rate_limited_claims_cost_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """Every lane limited (never reached while measured): each claim logs a start."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        pipelined(queue, (calls.set_rate(queue.keys, lane, (1000, 3_600_000)) for lane in names))
+        fill(queue, names, max(2, CYCLES // n + 2), served=CYCLES)
+        return claim_complete(queue, CYCLES)
+
+    counts = run_both(r, scenario)
+    assert counts["evalsha"] == 2 * CYCLES
+    assert "zadd" in counts
+    assert counts["lmove"] == CYCLES
+
+
+def test_throttling_lanes_costs_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """One start per hour: every claim throttles its lane (off the ring with an
+    RPOP, into the throttled set); the completes do not put it back."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        pipelined(queue, (calls.set_rate(queue.keys, lane, (1, 3_600_000)) for lane in names))
+        fill(queue, names, 2)
+        return claim_complete(queue, FEW)
+
+    counts = run_both(r, scenario)
+    assert counts["rpop"] == FEW
+    assert "sadd" not in counts  # no lane came back to the ring
+
+
+def test_a_queue_default_rate_costs_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """The queue's default rate, no lane's own: the same work per claim."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        queue.rate = (1000, 3_600_000)
+        fill(queue, lanes(n), max(2, CYCLES // n + 2), served=CYCLES)
+        return claim_complete(queue, CYCLES)
+
+    run_both(r, scenario)

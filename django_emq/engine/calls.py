@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .keys import QueueKeys
+from .records import rate_arg
 
 
 class Call(NamedTuple):
@@ -63,7 +64,8 @@ def enqueue(
     return Call("enqueue", keys, args)
 
 
-def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int) -> Call:
+def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int, rate: str = "") -> Call:
+    """``rate``: the queue's default rate limit per lane, ``<count>:<per_ms>``; '' for none."""
     keys = [
         k.ring,
         k.on_ring,
@@ -75,7 +77,7 @@ def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int) -> C
         k.depths,
         k.stats,
     ]
-    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit])
+    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit, rate])
 
 
 def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str]], ttl_ms: int) -> Call:
@@ -178,6 +180,22 @@ def set_limit(k: QueueKeys, lane: str, ceiling: int | None) -> Call:
 
 def set_max_depth(k: QueueKeys, lane: str, max_depth: int | None) -> Call:
     return Call("set_max_depth", [k.max_depths], [lane, "" if max_depth is None else max_depth])
+
+
+def set_rate(k: QueueKeys, lane: str, rate: tuple[int, int] | None) -> Call:
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.wake,
+        k.pending(lane),
+        k.rates,
+        k.throttled,
+        k.starts(lane),
+    ]
+    return Call("set_rate", keys, [lane, rate_arg(rate)])
 
 
 def set_weight(k: QueueKeys, lane: str, weight: int) -> Call:

@@ -1,4 +1,5 @@
-"""Lane policies: a lane's max depth (backpressure on enqueue). The operator's
+"""Lane policies: a lane's max depth (backpressure on enqueue) and rate limit
+(jobs started per period). The operator's
 writes, each one script on the lane's home queue; the checks themselves run
 inside the hot-path scripts (``lua/includes/policies.lua``).
 
@@ -8,18 +9,19 @@ Written once for a plain :class:`~.queue.Queue` and a
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from . import calls
 from .ids import validate_lane
-from .records import positive_int
+from .records import positive_int, rate_limit
 
 if TYPE_CHECKING:
     from .queue import Queue
 
 
 class LanePolicies:
-    """Max depth per lane, for :class:`Queue` and :class:`ShardedQueue`."""
+    """Max depth and rate limit per lane, for :class:`Queue` and :class:`ShardedQueue`."""
 
     def shard_for_lane(self, lane: str) -> Queue:
         raise NotImplementedError
@@ -32,3 +34,17 @@ class LanePolicies:
             positive_int("max_depth", max_depth)
         home = self.shard_for_lane(validate_lane(lane))
         home._run(calls.set_max_depth(home.keys, lane, max_depth))
+
+    def set_rate(self, lane: str, count: int, per_seconds: float | timedelta) -> None:
+        """Start at most ``count`` of the lane's jobs in any ``per_seconds`` (a
+        sliding window on the server clock: no burst at a window's edge). A
+        lane whose window is full leaves the ring until its next slot."""
+        limit = rate_limit(count, per_seconds)
+        home = self.shard_for_lane(validate_lane(lane))
+        home._run(calls.set_rate(home.keys, lane, limit))
+
+    def clear_rate(self, lane: str) -> None:
+        """Remove the lane's own rate limit (the queue's default applies again,
+        if it has one) and forget its recent starts."""
+        home = self.shard_for_lane(validate_lane(lane))
+        home._run(calls.set_rate(home.keys, lane, None))

@@ -42,6 +42,8 @@ from .records import (
     parse_claims,
     parse_enqueued,
     positive_int,
+    rate_arg,
+    rate_limit,
     refusals,
     run_after_ms,
     unique_key_arg,
@@ -79,7 +81,8 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
     ``max_expiries`` how many times its lease may expire (its worker died or
     froze) before it is dead rather than returned to its lane, and
     ``max_depth`` the most pending jobs a lane may hold unless it sets its own
-    (``None``: no limit).
+    (``None``: no limit), and ``rate`` a ``(count, per_seconds)`` limit on the
+    jobs each lane starts, unless it sets its own (``None``: no limit).
     """
 
     def __init__(
@@ -92,6 +95,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         result_ttl: timedelta = timedelta(days=1),
         max_payload: int = DEFAULT_MAX_PAYLOAD,
         max_depth: int | None = None,
+        rate: tuple[int, float | timedelta] | None = None,
     ) -> None:
         self.name = name
         self.keys = QueueKeys(name)
@@ -101,6 +105,8 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         self.result_ttl_ms = int(result_ttl.total_seconds() * 1000)
         self.max_payload = max_payload
         self.max_depth = None if max_depth is None else positive_int("max_depth", max_depth)
+        #: The default rate limit of every lane, ``(count, per_ms)``; ``None``: none.
+        self.rate = None if rate is None else rate_limit(*rate)
         self._scripts = Scripts(connection)
         #: A plain queue is a sharded queue of one.
         self.shards: tuple[Queue, ...] = (self,)
@@ -210,7 +216,12 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         checked = request.checked()
         assert checked.max_jobs is not None  # filled in by checked()
         return calls.claim(
-            self.keys, checked.lease_ms, checked.turns, checked.worker, checked.max_jobs
+            self.keys,
+            checked.lease_ms,
+            checked.turns,
+            checked.worker,
+            checked.max_jobs,
+            rate_arg(self.rate),
         )
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
@@ -353,14 +364,15 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
                 return reaped
 
     def promote(self) -> tuple[int, int | None]:
-        """Move every due scheduled job into its lane.
+        """Move every due scheduled job into its lane, and put every rate-limited
+        lane whose next slot is due back on the ring.
 
-        Returns ``(promoted, next_due_ms)``; ``next_due_ms`` is ``None`` when
-        nothing else is scheduled.
+        Returns ``(promoted, next_due_ms)``; ``next_due_ms`` (a job's due time
+        or a throttled lane's next slot) is ``None`` when nothing else is due.
         """
         total = 0
         while True:
-            count, next_due = self._run(calls.promote(self.keys, BATCH))
+            count, next_due, lanes = self._run(calls.promote(self.keys, BATCH))
             total += int(count)
-            if int(count) < BATCH:
+            if int(count) < BATCH and int(lanes) < BATCH:
                 return total, (None if int(next_due) < 0 else int(next_due))

@@ -138,6 +138,10 @@ class LaneInfo:
     paused: bool
     #: The lane's own max depth (``None``: the queue's default applies, if any).
     max_depth: int | None = None
+    #: The lane's own rate limit, ``(count, per_seconds)`` (``None``: the queue's, if any).
+    rate: tuple[int, float] | None = None
+    #: When a throttled lane may start its next job (server ms); ``None``: not throttled.
+    throttled_until_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +154,34 @@ class Totals:
     dead: int
     lanes: int
     ring: int
+
+
+#: Most jobs a rate limit may allow per period (the lane keeps that many start times).
+MAX_RATE_COUNT = 10_000
+#: Longest period of a rate limit, in seconds (a week).
+MAX_RATE_PERIOD = 7 * 24 * 3600
+
+
+def rate_limit(count: object, per_seconds: object) -> tuple[int, int]:
+    """``(count, per_ms)`` of "at most ``count`` jobs started per ``per_seconds``";
+    ``ValueError`` if either is out of range."""
+    positive_int("count", count, MAX_RATE_COUNT)
+    if isinstance(per_seconds, timedelta):
+        per_seconds = per_seconds.total_seconds()
+    if isinstance(per_seconds, bool) or not isinstance(per_seconds, int | float):
+        raise ValueError(f"per_seconds must be a number of seconds, not {per_seconds!r}")
+    per_ms = round(per_seconds * 1000) if per_seconds == per_seconds else 0
+    if not 1 <= per_ms <= MAX_RATE_PERIOD * 1000:
+        raise ValueError(
+            f"per_seconds must be from 0.001 to {MAX_RATE_PERIOD} (a week), not {per_seconds!r}"
+        )
+    assert isinstance(count, int)
+    return count, per_ms
+
+
+def rate_arg(rate: tuple[int, int] | None) -> str:
+    """A rate limit ``(count, per_ms)`` as the scripts read it: ``<count>:<per_ms>``."""
+    return "" if rate is None else f"{rate[0]}:{rate[1]}"
 
 
 #: Longest unique key (``JobSpec.unique_key``), in characters.

@@ -21,6 +21,12 @@
   ARGV[3]  turns     how many turns of the ring this call may take (>= 1)
   ARGV[4]  worker    the claiming worker's id (recorded on the job)
   ARGV[5]  limit     at most this many jobs in all (a weighted turn is cut short)
+  ARGV[6]  rate      the queue's default rate limit per lane, '<count>:<per_ms>',
+                     or '' for none
+  derived: <prefix>rates, <prefix>throttled, <prefix>g:<lane>:starts (see
+           includes/rate.lua): a rate-limited lane serves no more than its
+           window allows, and leaves the ring for `throttled` when it is full;
+           due throttled lanes rejoin the ring first.
 
   A job whose lease has expired before (its worker died or froze running it:
   maybe because of it) ends the claim: nothing is claimed after it, not even
@@ -35,6 +41,7 @@
 ]]
 -- @include "now_ms"
 -- @include "item_keys"
+-- @include "rate"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
@@ -58,6 +65,8 @@ end
 -- Most queues set no weights or ceilings: then no turn looks them up.
 local weighted = redis.call('HLEN', Q.weights) > 0
 local capped = redis.call('HLEN', Q.ceilings) > 0
+local rated = ARGV[6] ~= '' or redis.call('HLEN', prefix .. 'rates') > 0
+if rated then unthrottleDue(Q, prefix, now, turns) end
 
 local suspect = false
 for _ = 1, turns do
@@ -77,6 +86,9 @@ for _ = 1, turns do
       if ceiling - inflight < k then k = ceiling - inflight end
     end
   end
+  local count, per
+  if rated then count, per = laneRate(prefix, lane, ARGV[6]) end
+  if count then k = math.min(k, rateRoom(prefix, lane, now, count, per)) end
   local left = 0
   if k > 0 then
     local popped = redis.call('ZPOPMIN', pendingKey, k)
@@ -133,8 +145,9 @@ for _ = 1, turns do
       end
     end
   end
+  local throttled = count and rateTaken(prefix, lane, now, count, per, math.max(k, 0))
   -- The lane is at the tail now: leave with RPOP when it is no longer serviceable.
-  if left <= 0 or (ceiling and inflight >= ceiling) or k <= 0 then
+  if left <= 0 or (ceiling and inflight >= ceiling) or k <= 0 or throttled then
     redis.call('RPOP', Q.ring)
     redis.call('SREM', Q.onring, lane)
   end

@@ -11,24 +11,31 @@
   KEYS[7]  depths    zset   lane -> pending depth
   KEYS[8]  stats     hash   queue counters
   KEYS[9]  wake      list   wake tokens for parked workers
-  derived: <prefix>g:<lane>:pending (zset), <prefix>job:<id> (hash)
+  derived: <prefix>g:<lane>:pending (zset), <prefix>job:<id> (hash),
+           <prefix>throttled (zset, see includes/rate.lua): rate-limited
+           lanes whose next slot is due rejoin the ring here too
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  limit     at most this many jobs per call
 
-  Returns {promoted, next_due_ms} where next_due_ms is the due time of the
-  earliest job still scheduled, or -1 when none is.
+  Returns {promoted, next_due_ms, lanes} where next_due_ms is the due time of
+  the earliest job still scheduled or throttled lane (-1 when there is none)
+  and lanes the number of throttled lanes that were due.
 ]]
 -- @include "now_ms"
 -- @include "item_keys"
 -- @include "pending"
 -- @include "ring"
+-- @include "rate"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
   wake = KEYS[9]}
 local prefix = ARGV[1]
-local due = redis.call('ZRANGEBYSCORE', Q.schedule, '-inf', nowMs(), 'LIMIT', 0, tonumber(ARGV[2]))
+local now = nowMs()
+local lanesDue = unthrottleDue(Q, prefix, now, tonumber(ARGV[2]))
+if lanesDue > 0 then wake(Q, lanesDue) end
+local due = redis.call('ZRANGEBYSCORE', Q.schedule, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 for _, id in ipairs(due) do
   redis.call('ZREM', Q.schedule, id)
   local jk = jobKey(prefix, id)
@@ -47,4 +54,8 @@ end
 local nextDue = redis.call('ZRANGE', Q.schedule, 0, 0, 'WITHSCORES')
 local nextMs = -1
 if #nextDue > 0 then nextMs = tonumber(nextDue[2]) end
-return {#due, nextMs}
+local nextLane = redis.call('ZRANGE', prefix .. 'throttled', 0, 0, 'WITHSCORES')
+if #nextLane > 0 and (nextMs < 0 or tonumber(nextLane[2]) < nextMs) then
+  nextMs = tonumber(nextLane[2])
+end
+return {#due, nextMs, lanesDue}
