@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -24,6 +24,7 @@ from typing import Any
 
 from .engine.ids import BRAND_RE, JOB_BRAND, validate_queue_name
 from .engine.placement import MAX_SHARDS, shard_tags
+from .engine.records import rate_limit
 from .exceptions import ConfigurationError
 from .url import EMBEDDED, check_url
 
@@ -46,6 +47,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "PREFETCH",
         "SHARDS",
         "MAX_DEPTH",
+        "RATE",
     }
 )
 
@@ -114,6 +116,9 @@ class EMQSettings:
     #: Queue name -> the most pending jobs a lane may hold (``EMQ["MAX_DEPTH"]``);
     #: the key ``"*"`` applies to every queue not named.
     max_depth: Mapping[str, int] = MappingProxyType({})
+    #: Queue name -> ``(count, per_seconds)``: each lane starts at most ``count`` jobs
+    #: in any ``per_seconds`` (``EMQ["RATE"]``); ``"*"`` applies to every queue not named.
+    rate: Mapping[str, tuple[int, float]] = MappingProxyType({})
 
     def brand_for(self, label: str) -> str | None:
         """The lane brand of model ``label`` (``model._meta.label``), any case."""
@@ -130,6 +135,7 @@ class EMQSettings:
         }
         if name is not None:
             options["max_depth"] = self.max_depth.get(name, self.max_depth.get(ALL_QUEUES))
+            options["rate"] = self.rate.get(name, self.rate.get(ALL_QUEUES))
         return options
 
 
@@ -210,6 +216,7 @@ def _read() -> tuple[dict[str, Any], list[str]]:
     field("PREFETCH", _positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
     field("SHARDS", _shards, {})
     field("MAX_DEPTH", functools.partial(_per_queue, parse=_positive_int), {})
+    field("RATE", functools.partial(_per_queue, parse=_rate), {})
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
     if values["prefetch"] > MAX_PREFETCH:
@@ -324,6 +331,14 @@ def _per_queue(value: object, *, parse: Callable[[Any], Any]) -> Mapping[str, An
         except ValueError as exc:
             raise ValueError(f"for queue {name!r} {exc}") from None
     return MappingProxyType(parsed)
+
+
+def _rate(value: object) -> tuple[int, float]:
+    """``(count, per_seconds)``: at most ``count`` jobs started per ``per_seconds``."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or len(value) != 2:
+        raise ValueError(f"must be a (count, per_seconds) pair, not {value!r}")
+    count, per_ms = rate_limit(value[0], value[1])
+    return count, per_ms / 1000
 
 
 def _seconds(value: object) -> float:

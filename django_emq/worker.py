@@ -308,6 +308,8 @@ class Worker:
         if only is not None and not isinstance(only.connection, RedisCluster):
             self._solo = only
         self._last_beat = 0.0
+        #: When (monotonic) the next deferred job or throttled lane is due, if sooner than a beat.
+        self._due_at: float | None = None
         self._last_summary = time.monotonic()
         self._signals = 0
         self._outage = 0
@@ -790,7 +792,7 @@ class Worker:
             if promoted or (next_due is not None and next_due <= time.time() * 1000):
                 return False
             totals = queue.totals()
-            if totals.ring:
+            if totals.ring or totals.throttled:  # a rate-limited lane's jobs are pending
                 return False
         return True
 
@@ -798,6 +800,9 @@ class Worker:
         """Block on every queue's wake list until a job arrives or the beat is due
         (on a cluster: on each slot's lists in turn, see :mod:`django_emq.engine.parking`)."""
         timeout = max(0.01, self.beat_s - (time.monotonic() - self._last_beat))
+        if self._due_at is not None:  # a throttled lane's slot, or a deferred job, comes first
+            timeout = max(0.01, min(timeout, self._due_at - time.monotonic()))
+            self._due_at = None  # once: the claim after this park puts due lanes back
         try:
             park(self._park, self._wake, timeout)
         except UNAVAILABLE as exc:
@@ -813,6 +818,7 @@ class Worker:
         cluster, the jobs and queues of the nodes that answer get their beat
         while another node fails over."""
         self._last_beat = time.monotonic()
+        self._due_at = None
         missed: list[Exception] = []
         with self._lock:
             running = list(self.running.values())
@@ -834,7 +840,10 @@ class Worker:
         for queue in self.shards:
             try:
                 queue.reap()
-                queue.promote()
+                _, next_due = queue.promote()
+                if next_due is not None:
+                    due_at = time.monotonic() + (next_due / 1000 - time.time())
+                    self._due_at = due_at if self._due_at is None else min(self._due_at, due_at)
                 queue.connection.hset(
                     queue.keys.workers,
                     self.worker_id,

@@ -265,3 +265,54 @@ def test_a_real_worker_keeps_the_rate_and_serves_other_lanes_meanwhile(
     assert max(b) < a[-1]  # the other lane was not held back by the throttled one
     check_invariants(queue)
     client.close()
+
+
+# -- settings -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad", [5, (0, 1), (1, 0), (1, 2, 3), "10/s", {"default": (1,)}, {"bad name!": (1, 1)}]
+)
+def test_a_bad_rate_setting_is_reported(settings: Any, bad: Any) -> None:
+    from django_emq.conf import problems
+
+    settings.EMQ = {**settings.EMQ, "RATE": bad}
+    assert any("RATE" in p for p in problems())
+
+
+def test_the_settings_give_each_queue_its_default_rate(emq: redis.Redis, settings: Any) -> None:
+    from django_emq import get_queue
+
+    settings.EMQ = {**settings.EMQ, "RATE": {"default": (10, timedelta(minutes=1)), "*": (5, 1)}}
+    assert get_queue("default").shards[0].rate == (10, 60_000)
+    assert get_queue("other").shards[0].rate == (5, 1000)
+
+
+# -- the admin ------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_and_sets_a_lanes_rate(emq: redis.Redis) -> None:
+    from django.test import Client
+
+    from django_emq import get_queue
+
+    from .factories import make_user
+
+    client = Client()
+    client.force_login(make_user(is_staff=True, is_superuser=True))
+    queue = get_queue().shards[0]
+    fill(queue, A, 3)
+    url = f"/admin/django_emq/lane/default/{A}/"
+    assert client.post(url + "rate/", {"count": "1", "per_seconds": "3600"}).status_code == 302
+    assert queue.lane(A).rate == (1, 3600.0)
+    claim_one(queue)
+    listing = client.get("/admin/django_emq/lane/").content.decode()
+    assert "1/3600.0s" in listing
+    assert "throttled" in listing
+    assert "throttled" in client.get(url).content.decode()
+    client.post(url + "rate/", {"count": "5"})  # no period: refused, nothing changes
+    assert queue.lane(A).rate == (1, 3600.0)
+    client.post(url + "rate/", {"count": "", "per_seconds": ""})
+    assert queue.lane(A).rate is None
+    assert queue.lane(A).throttled_until_ms is None

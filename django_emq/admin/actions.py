@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from ..engine.ids import validate_job_id
 from ..engine.queue import MAX_WEIGHT, Queue
+from ..engine.records import MAX_RATE_COUNT, MAX_RATE_PERIOD
 
 #: Most job ids one dead-jobs form may name (a page of them is far fewer).
 MAX_IDS = 500
@@ -86,6 +87,28 @@ class MaxDepthForm(forms.Form):
     )
 
 
+class RateForm(forms.Form):
+    count = forms.IntegerField(
+        label=gettext_lazy("Jobs"),
+        required=False,
+        min_value=1,
+        max_value=MAX_RATE_COUNT,
+        help_text=gettext_lazy("Most jobs started per period; blank clears the lane's rate."),
+    )
+    per_seconds = forms.FloatField(
+        label=gettext_lazy("Per seconds"),
+        required=False,
+        min_value=0.001,
+        max_value=MAX_RATE_PERIOD,
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("count") is not None and data.get("per_seconds") is None:
+            raise forms.ValidationError(_("Give the period of the rate in seconds."))
+        return data
+
+
 class DeadJobsForm(forms.Form):
     scope = forms.ChoiceField(
         choices=[("selected", gettext_lazy("Selected")), ("all", gettext_lazy("All"))]
@@ -146,6 +169,18 @@ def _max_depth(queue: Queue, lane: str, data: Mapping[str, Any]) -> Outcome:
     }
 
 
+def _rate(queue: Queue, lane: str, data: Mapping[str, Any]) -> Outcome:
+    if data["count"] is None:
+        queue.clear_rate(lane)
+        return messages.SUCCESS, _("Rate of lane %(lane)s cleared.") % {"lane": lane}
+    queue.set_rate(lane, data["count"], data["per_seconds"])
+    return messages.SUCCESS, _("Lane %(lane)s starts at most %(count)d jobs per %(per)gs.") % {
+        "lane": lane,
+        "count": data["count"],
+        "per": data["per_seconds"],
+    }
+
+
 def _drain(queue: Queue, lane: str, data: Mapping[str, Any]) -> Outcome:
     count = queue.drain(lane)
     text = ngettext(
@@ -199,6 +234,7 @@ ACTIONS: dict[str, Action] = {
         Action("ceiling", gettext_lazy("Set ceiling"), CeilingForm, False, _ceiling),
         Action("weight", gettext_lazy("Set weight"), WeightForm, False, _weight),
         Action("max-depth", gettext_lazy("Set max depth"), MaxDepthForm, False, _max_depth),
+        Action("rate", gettext_lazy("Set rate"), RateForm, False, _rate),
         Action("drain", gettext_lazy("Drain"), NoFieldsForm, True, _drain),
         Action("retry-dead", gettext_lazy("Retry dead jobs"), DeadJobsForm, False, _retry_dead),
         Action("delete-dead", gettext_lazy("Delete dead jobs"), DeadJobsForm, True, _delete_dead),

@@ -41,8 +41,9 @@ class QueueReads:
         for key in (k.active, k.schedule, k.dead, k.depths):
             pipe.zcard(key)
         pipe.llen(k.ring)
-        pending, active, scheduled, dead, lanes, ring = pipe.execute()
-        return Totals(as_int(pending), active, scheduled, dead, lanes, ring)
+        pipe.zcard(k.throttled)
+        pending, active, scheduled, dead, lanes, ring, throttled = pipe.execute()
+        return Totals(as_int(pending), active, scheduled, dead, lanes, ring, throttled)
 
     def lanes(self, top: int = 50, offset: int = 0) -> list[LaneInfo]:
         """The ``top`` deepest lanes from ``offset``, deepest first, read from the

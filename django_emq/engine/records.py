@@ -154,6 +154,8 @@ class Totals:
     dead: int
     lanes: int
     ring: int
+    #: Rate-limited lanes off the ring until their next slot.
+    throttled: int = 0
 
 
 #: Most jobs a rate limit may allow per period (the lane keeps that many start times).

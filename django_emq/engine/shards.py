@@ -237,6 +237,7 @@ class ShardedQueue(QueueAPI, LanePolicies):
             dead=sum(t.dead for t in parts),
             lanes=sum(t.lanes for t in parts),
             ring=sum(t.ring for t in parts),
+            throttled=sum(t.throttled for t in parts),
         )
 
     def lanes(self, top: int = 50, offset: int = 0) -> list[LaneInfo]:
