@@ -3,6 +3,7 @@
 #   make test   - ruff, mypy, the whole pytest suite, and the docs built with warnings as errors
 #   make docs   - the documentation site into site/ (make docs-serve: live preview)
 #   make bench  - the benchmarks in bench/ (on demand, never part of the tests)
+#   make matrix - the test suite on every Python x Django x server cell (nox; on demand)
 
 # The first of these that is Python >= 3.12 (pyenv's python3 reads .python-version).
 PYTHON ?= $(shell for p in python3 python3.13 python3.12; do \
@@ -14,7 +15,7 @@ STAMP      := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 DEMO_ARGS  ?=
 
-.PHONY: browser demo test lint typecheck pytest docs docs-serve bench clean
+.PHONY: browser demo test lint typecheck pytest docs docs-serve bench matrix clean
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 needed: none of python3, python3.13, python3.12 is (pyenv reads .python-version)"; exit 1; }
@@ -60,6 +61,13 @@ test: lint typecheck pytest docs
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/run.py
+
+# Python 3.12 and 3.13 must both be on PATH (pyenv: PYENV_VERSION lists both), and
+# Debian's redis-server for the Redis 7 cells (apt-get install redis-server).
+matrix: $(STAMP)
+	PYENV_VERSION="$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.1[23]\.' | tr '\n' ':')" \
+		$(BIN)/nox $(NOX_ARGS)
+	$(BIN)/python noxfile.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache site

@@ -42,8 +42,8 @@ def __getattr__(name: str) -> Any:
 
 def get_queue(name: str = "default", **options: Any) -> AnyQueue:
     """The engine queue ``name`` on the configured Valkey connection: a
-    :class:`django_emq.engine.shards.ShardedQueue` when ``EMQ["SHARDS"]`` shards it,
-    else a :class:`django_emq.engine.queue.Queue` (both answer the same calls, but for
+    ``django_emq.engine.shards.ShardedQueue`` when ``EMQ["SHARDS"]`` shards it,
+    else a ``django_emq.engine.queue.Queue`` (both answer the same calls, but for
     the worker's ``*_then_claim`` pairs, which only a plain queue has).
 
     Defaults come from the ``EMQ`` settings; ``connection=`` may be passed to

@@ -34,3 +34,5 @@ def on_setting_changed(*, setting: str, **kwargs: Any) -> None:
     if setting in WATCHED_SETTINGS:
         clear_cache()
         reset_connection()
+    elif setting == "TASKS":  # a backend's OPTIONS: settings only, the client stands
+        clear_cache()

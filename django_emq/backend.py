@@ -5,109 +5,47 @@ Configure it in ``TASKS``::
     TASKS = {"default": {"BACKEND": "django_emq.backend.FairLanesBackend",
                          "QUEUES": ["default"]}}
 
-``task.enqueue(...)`` rides the current lane (see :mod:`django_emq.lanes`);
+``task.enqueue(...)`` rides the current lane (see ``django_emq.lanes``);
 with none it raises ``InvalidTask`` and writes nothing.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import redis
-from django.conf import settings
-from django.core.checks import CheckMessage, Error
-from django.tasks import Task, TaskResult, TaskResultStatus
+from django.core.checks import CheckMessage, Error, Warning
+from django.tasks import Task, TaskResult
 from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.base import DEFAULT_TASK_PRIORITY, TaskError
+from django.tasks.base import DEFAULT_TASK_PRIORITY
 from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.utils import timezone
-from django.utils.module_loading import import_string
+from django.utils.json import normalize_json
 
-from .conf import emq_settings
+from .conf import DOCS, backend_settings, option_problems
 from .connection import get_connection
 from .engine.ids import validate_job_id, validate_queue_name
-from .engine.payload import decode, encode_arguments
+from .engine.payload import encode_arguments
 from .engine.queue import Queue
+from .engine.rows import Row
 from .engine.shards import AnyQueue, open_queue
 from .exceptions import EnqueueError, InvalidArguments
 from .lanes import current_lane, current_unique_key
+from .results import (
+    STATUS,
+    enqueue_meta,
+    enqueued_result,
+    meta_of,
+    moment,
+    result_from_row,
+    task_of,
+)
+from .results import encode_error as task_error
 
-#: Job row state -> django.tasks status.
-STATUS = {
-    "pending": TaskResultStatus.READY,
-    "scheduled": TaskResultStatus.READY,
-    "active": TaskResultStatus.RUNNING,
-    "done": TaskResultStatus.SUCCESSFUL,
-    "dead": TaskResultStatus.FAILED,
-}
-
-
-def moment(ms: str | int | None) -> datetime | None:
-    """The datetime an epoch-ms field stands for (aware with USE_TZ), or ``None``."""
-    if not ms:
-        return None
-    moment = datetime.fromtimestamp(int(ms) / 1000, tz=UTC)
-    return moment if settings.USE_TZ else timezone.make_naive(moment)
-
-
-def task_error(exc: BaseException, traceback: str) -> str:
-    """The JSON text a failure is kept as: django.tasks' ``TaskError`` fields."""
-    cls = type(exc)
-    return json.dumps(
-        {"exception_class_path": f"{cls.__module__}.{cls.__qualname__}", "traceback": traceback}
-    )
-
-
-def _errors(row: Mapping[str, str]) -> list[TaskError]:
-    errors = []
-    for text in _lenient(row.get("errors"), list):
-        try:
-            data = json.loads(text)
-            errors.append(
-                TaskError(
-                    exception_class_path=data["exception_class_path"], traceback=data["traceback"]
-                )
-            )
-        except (ValueError, KeyError, TypeError):
-            errors.append(TaskError(exception_class_path="builtins.Exception", traceback=text))
-    return errors
-
-
-def _lenient[T](text: str | None, kind: type[T]) -> T:
-    """Decode JSON kept on a row; an empty ``kind`` when it is missing or corrupt
-    (a row edited by hand still reads, its error says what was wrong)."""
-    try:
-        value = decode(text)
-    except ValueError:
-        return kind()
-    return value if isinstance(value, kind) else kind()
-
-
-def result_from_row(
-    task: Task[Any, Any], job_id: str, row: Mapping[str, str], alias: str
-) -> TaskResult[Any, Any]:
-    """Build the ``TaskResult`` a job row stands for."""
-    result: TaskResult[Any, Any] = TaskResult(
-        task=task,
-        id=job_id,
-        status=STATUS.get(row.get("state", ""), TaskResultStatus.READY),
-        enqueued_at=moment(row.get("enq")),
-        started_at=moment(row.get("started")),
-        last_attempted_at=moment(row.get("claimed")),
-        finished_at=moment(row.get("finished")) if row.get("state") in ("done", "dead") else None,
-        args=_lenient(row.get("args"), list),
-        kwargs=_lenient(row.get("kwargs"), dict),
-        backend=alias,
-        errors=_errors(row),
-        worker_ids=[w for w in row.get("workers", "").split(",") if w],
-    )
-    if row.get("state") == "done":
-        object.__setattr__(result, "_return_value", decode(row.get("result")))
-    return result
+#: Re-exported for the worker and for code written against earlier releases.
+__all__ = ["STATUS", "FairLanesBackend", "moment", "result_from_row", "task_error"]
 
 
 class FairLanesBackend(BaseTaskBackend):
@@ -127,26 +65,69 @@ class FairLanesBackend(BaseTaskBackend):
         self._queues: dict[tuple[str, int], AnyQueue] = {}
 
     def check(self, **kwargs: Any) -> list[CheckMessage]:
-        """emq.E006 for each name in ``QUEUES`` that cannot name a queue."""
+        """emq.E006 for each name in ``QUEUES`` that cannot name a queue, emq.E007
+        for an empty ``QUEUES``, emq.E008 for each problem of ``OPTIONS`` and
+        emq.W004 for each queue another FairLanesBackend serves too."""
         errors: list[CheckMessage] = []
+        where = f"TASKS[{self.alias!r}]"
+        if not self.queues:
+            errors.append(
+                Error(
+                    f"{where}['QUEUES'] is empty: django-emq serves only the queues it is told.",
+                    hint="List every queue name your tasks use, e.g. 'QUEUES': ['default'] "
+                    f"(see {DOCS}compatibility/#queues).",
+                    id="emq.E007",
+                )
+            )
         for name in sorted(self.queues, key=repr):
             try:
                 validate_queue_name(name)
             except ValueError as exc:
                 errors.append(
                     Error(
-                        f"TASKS[{self.alias!r}]['QUEUES']: {exc}",
+                        f"{where}['QUEUES']: {exc}",
                         hint="Rename it in TASKS, and in every task's queue_name.",
                         id="emq.E006",
                     )
                 )
+        errors += [
+            Error(problem, hint=f"See {DOCS}settings/#per-backend-options.", id="emq.E008")
+            for problem in option_problems(self.alias)
+        ]
+        for name, other in self._shared_queues():
+            errors.append(
+                Warning(
+                    f"Queue {name!r} is served by both {where} and TASKS[{other!r}]: they "
+                    "share its jobs, and a worker of either runs both's with its own options.",
+                    hint="Give each FairLanesBackend alias queue names of its own.",
+                    id="emq.W004",
+                )
+            )
         return [*super().check(**kwargs), *errors]
+
+    def _shared_queues(self) -> list[tuple[str, str]]:
+        """(queue, other alias) for each queue another FairLanesBackend serves too."""
+        from django.tasks import task_backends
+        from django.tasks.exceptions import InvalidTaskBackend
+
+        if self.alias not in task_backends.settings:  # built by hand, not from TASKS
+            return []
+        shared = []
+        for alias in task_backends.settings:
+            try:
+                other = task_backends[alias]
+            except InvalidTaskBackend:  # Django's own check reports it
+                continue
+            if alias == self.alias or not isinstance(other, FairLanesBackend):
+                continue
+            shared += [(name, alias) for name in sorted(self.queues & other.queues)]
+        return shared
 
     def queue(self, name: str) -> Queue:
         """The engine queue behind ``name`` on the current connection.
 
-        ``ValueError`` for a queue ``EMQ["SHARDS"]`` shards: :meth:`engine`
-        answers its :class:`~django_emq.engine.shards.ShardedQueue`.
+        ``ValueError`` for a queue ``EMQ["SHARDS"]`` shards: ``engine``
+        answers its ``ShardedQueue``.
         """
         found = self.engine(name)
         if len(found.shards) > 1:
@@ -158,13 +139,13 @@ class FairLanesBackend(BaseTaskBackend):
 
     def engine(self, name: str) -> AnyQueue:
         """The engine queue behind ``name`` on the current connection: a
-        :class:`~django_emq.engine.shards.ShardedQueue` when ``EMQ["SHARDS"]`` shards
-        it, else a :class:`~django_emq.engine.queue.Queue`."""
+        ``ShardedQueue`` when ``EMQ["SHARDS"]`` shards
+        it, else a ``Queue``."""
         connection = get_connection()
         key = (name, id(connection))
         found = self._queues.get(key)
         if found is None:
-            s = emq_settings()
+            s = backend_settings(self.alias)
             found = open_queue(
                 name, connection=connection, shards=s.shards.get(name, 1), **s.queue_options(name)
             )
@@ -186,7 +167,11 @@ class FairLanesBackend(BaseTaskBackend):
     ) -> None:
         """Refuse arguments that do not survive a JSON round trip (nothing is written)."""
         self.validate_task(task)
-        encode_arguments(args, kwargs, emq_settings().max_payload)
+        args, kwargs = _normalised(task, args, kwargs)
+        try:
+            encode_arguments(args, kwargs, backend_settings(self.alias).max_payload)
+        except InvalidArguments as exc:
+            raise InvalidArguments(f"{task.module_path}: {exc}") from None
 
     def enqueue(
         self, task: Task[Any, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
@@ -199,6 +184,12 @@ class FairLanesBackend(BaseTaskBackend):
                 "django_emq.enqueue_for(request.user, task, ...), wrap the call in "
                 "`with django_emq.lane(user):`, or add django_emq.lanes.LaneMiddleware."
             )
+        if not self.queues:
+            raise InvalidTask(
+                f"TASKS[{self.alias!r}]['QUEUES'] is empty: list the queue names "
+                "django-emq serves (system check emq.E007)"
+            )
+        args, kwargs = _normalised(task, args, kwargs)
         run_after = task.run_after
         if run_after is not None and timezone.is_naive(run_after):
             run_after = timezone.make_aware(run_after)
@@ -210,7 +201,7 @@ class FairLanesBackend(BaseTaskBackend):
                 args,
                 kwargs,
                 run_after=run_after,
-                meta={"backend": self.alias},
+                meta=enqueue_meta(task, self.alias),
                 unique_key=current_unique_key(),
             )
         except InvalidArguments as exc:
@@ -223,25 +214,22 @@ class FairLanesBackend(BaseTaskBackend):
             row = queue.job(enqueued.job_id)
             if row is not None:
                 return result_from_row(task, enqueued.job_id, row, self.alias)
-        # Built here rather than read back: no second round trip per enqueue.
-        result: TaskResult[Any, Any] = TaskResult(
-            task=task,
-            id=enqueued.job_id,
-            status=TaskResultStatus.READY,
-            enqueued_at=timezone.now(),
-            started_at=None,
-            last_attempted_at=None,
-            finished_at=None,
-            args=list(args),
-            kwargs=dict(kwargs),
-            backend=self.alias,
-            errors=[],
-            worker_ids=[],
+        # Stamped with the time the script wrote on the row: it equals the result
+        # read back, at no second round trip.
+        result = enqueued_result(
+            task, enqueued.job_id, enqueued.enqueued_ms, args, kwargs, self.alias
         )
         task_enqueued.send(type(self), task_result=result)
         return result
 
     def get_result(self, result_id: str) -> TaskResult[Any, Any]:
+        """The result of job ``result_id``, with its task as it was enqueued.
+
+        ``TaskResultDoesNotExist`` when no queue of this backend holds it (never
+        enqueued, or its result expired); ``ImportError`` when its task's module
+        no longer imports; ``SuspiciousOperation`` when its path names something
+        that is not a Task.
+        """
         try:
             validate_job_id(result_id)
         except ValueError:
@@ -250,11 +238,26 @@ class FairLanesBackend(BaseTaskBackend):
             row = self.engine(name).job(result_id)
             if row is None:
                 continue
-            try:
-                task = import_string(row.get("task", ""))
-            except ImportError:
-                raise TaskResultDoesNotExist(
-                    f"{result_id}: its task {row.get('task', '(none)')} no longer imports"
-                ) from None
-            return result_from_row(task, result_id, row, self.alias)
+            meta = meta_of(row)
+            task = task_of(result_id, row.get(Row.TASK, ""), name, meta)
+            alias = meta.get("backend")
+            return result_from_row(
+                task, result_id, row, alias if isinstance(alias, str) else self.alias
+            )
         raise TaskResultDoesNotExist(result_id)
+
+
+def _normalised(
+    task: Task[Any, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments as django.tasks' ``TaskResult`` keeps them (tuples as lists,
+    UTF-8 bytes as text); what JSON cannot hold is refused with Django's own
+    message, as an ``InvalidArguments`` (a ``TypeError`` and a ``ValueError``)."""
+    try:
+        normal_args: list[Any] = normalize_json(list(args))  # type: ignore[assignment]
+        normal_kwargs: dict[str, Any] = normalize_json(dict(kwargs))  # type: ignore[assignment]
+    except (TypeError, ValueError) as exc:
+        raise InvalidArguments(
+            f"{task.module_path}: task arguments must be JSON-serialisable: {exc}"
+        ) from None
+    return normal_args, normal_kwargs

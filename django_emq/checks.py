@@ -46,7 +46,7 @@ def check_settings(
     if not _ours(app_configs):
         return []
     messages: list[CheckMessage] = [
-        Error(problem, id="emq.E002", hint="See docs/settings.md for every EMQ key.")
+        Error(problem, id="emq.E002", hint=f"See {conf.DOCS}settings/ for every EMQ key.")
         for problem in conf.problems()
     ]
     messages += [

@@ -7,7 +7,8 @@ anything else) changes ``EMQ``, ``DEBUG``, ``BASE_DIR`` or ``AUTH_USER_MODEL``
 
 Invalid values are reported by the system checks (``emq.E002``); using the
 settings while they are invalid raises :class:`ConfigurationError` naming
-every problem. See ``docs/settings.md`` for the reference of every key.
+every problem. The settings page of the documentation is the reference of
+every key.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from .engine.placement import MAX_SHARDS, shard_tags
 from .engine.records import rate_limit
 from .exceptions import ConfigurationError
 from .url import EMBEDDED, check_url
+
+#: The documentation site; hints and messages point at pages under it.
+DOCS = "https://django-emq.readthedocs.io/en/latest/"
 
 #: Every key ``EMQ`` may hold; anything else is reported by ``emq.W001``.
 KNOWN_KEYS: frozenset[str] = frozenset(
@@ -48,6 +52,26 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "SHARDS",
         "MAX_DEPTH",
         "RATE",
+        "HISTORY",
+    }
+)
+
+#: The keys a backend may set for itself in ``TASKS[alias]["OPTIONS"]`` (how its
+#: jobs are run and kept); the others (the server, lane brands, shards, the lane
+#: policies' per-queue defaults) are global.
+BACKEND_KEYS: frozenset[str] = frozenset(
+    {
+        "LEASE",
+        "MAX_ATTEMPTS",
+        "MAX_EXPIRIES",
+        "RESULT_TTL",
+        "MAX_PAYLOAD",
+        "RETRY_BACKOFF",
+        "RETRY_BACKOFF_MAX",
+        "BEAT",
+        "SHUTDOWN_GRACE",
+        "PREFETCH",
+        "HISTORY",
     }
 )
 
@@ -65,6 +89,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "ENQUEUE_TIMEOUT": 5.0,
         "SHUTDOWN_GRACE": 30.0,
         "PREFETCH": 16,
+        "HISTORY": 10,
     }
 )
 
@@ -73,6 +98,10 @@ ALL_QUEUES = "*"
 
 #: Largest ``EMQ["PREFETCH"]``: what one claim may take at once.
 MAX_PREFETCH = 1000
+#: Largest ``EMQ["HISTORY"]``: worker ids and errors a job's row keeps.
+MAX_HISTORY = 1000
+#: Longest ``EMQ["LEASE"]``, in seconds (24 hours; a claim refuses longer ones).
+MAX_LEASE = 24 * 60 * 60
 
 #: Settings whose change clears the cache.
 WATCHED_SETTINGS = frozenset({"EMQ", "DEBUG", "BASE_DIR", "AUTH_USER_MODEL"})
@@ -119,6 +148,8 @@ class EMQSettings:
     #: Queue name -> ``(count, per_seconds)``: each lane starts at most ``count`` jobs
     #: in any ``per_seconds`` (``EMQ["RATE"]``); ``"*"`` applies to every queue not named.
     rate: Mapping[str, tuple[int, float]] = MappingProxyType({})
+    #: How many of the latest worker ids and errors a job's row keeps.
+    history: int = 10
 
     def brand_for(self, label: str) -> str | None:
         """The lane brand of model ``label`` (``model._meta.label``), any case."""
@@ -132,6 +163,7 @@ class EMQSettings:
             "max_expiries": self.max_expiries,
             "result_ttl": timedelta(seconds=self.result_ttl),
             "max_payload": self.max_payload,
+            "history": self.history,
         }
         if name is not None:
             options["max_depth"] = self.max_depth.get(name, self.max_depth.get(ALL_QUEUES))
@@ -148,9 +180,39 @@ def emq_settings() -> EMQSettings:
     return EMQSettings(**values)
 
 
+@functools.cache
+def backend_settings(alias: str) -> EMQSettings:
+    """The settings backend ``alias`` runs with: ``EMQ``, with the keys its
+    ``TASKS[alias]["OPTIONS"]`` sets in their place. ``ConfigurationError``
+    naming every invalid value."""
+    values, errors = _read(alias)
+    if errors:
+        raise ConfigurationError(f"invalid settings for backend {alias!r}: " + "; ".join(errors))
+    return EMQSettings(**values)
+
+
 def clear_cache() -> None:
     """Forget the cached settings (they are read again on next use)."""
     emq_settings.cache_clear()
+    backend_settings.cache_clear()
+
+
+def option_problems(alias: str) -> list[str]:
+    """Every problem of ``TASKS[alias]["OPTIONS"]``: keys that are not backend
+    keys, and values that are invalid (alone or with the ``EMQ`` they join)."""
+    options = _options(alias)
+    if not isinstance(options, Mapping):
+        return [f"{_where(alias)} must be a dict, not {type(options).__name__}"]
+    errors = [
+        f"{_where(alias)}[{key!r}] is set for every backend at once: put it in EMQ"
+        if key in KNOWN_KEYS
+        else f"{_where(alias)} has an unknown key {key!r}"
+        for key in sorted(map(str, options))
+        if key not in BACKEND_KEYS
+    ]
+    if not problems():  # EMQ's own problems are reported once, as emq.E002
+        errors += _read(alias)[1]
+    return errors
 
 
 def problems() -> list[str]:
@@ -175,8 +237,20 @@ def _raw() -> object:
     return getattr(settings, "EMQ", None) or {}
 
 
-def _read() -> tuple[dict[str, Any], list[str]]:
-    """Parse every key: (field values for :class:`EMQSettings`, error messages)."""
+def _options(alias: str) -> object:
+    from django.conf import settings
+
+    params = getattr(settings, "TASKS", {}).get(alias, {})
+    return params.get("OPTIONS", {}) if isinstance(params, Mapping) else {}
+
+
+def _where(alias: str) -> str:
+    return f"TASKS[{alias!r}]['OPTIONS']"
+
+
+def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Parse every key: (field values for :class:`EMQSettings`, error messages).
+    With ``alias``, the backend keys of that backend's ``OPTIONS`` win."""
     from django.conf import settings
 
     raw = _raw()
@@ -184,13 +258,19 @@ def _read() -> tuple[dict[str, Any], list[str]]:
     if not isinstance(raw, Mapping):
         errors.append(f"EMQ must be a dict, not {type(raw).__name__}")
         raw = {}
+    options = _options(alias) if alias is not None else {}
+    if not isinstance(options, Mapping):
+        options = {}
+    options = {k: v for k, v in options.items() if k in BACKEND_KEYS}
+    raw = {**raw, **options}
     values: dict[str, Any] = {}
 
     def field(key: str, parse: Callable[[Any], Any], default: Any) -> None:
         try:
             values[key.lower()] = parse(raw.get(key, default))
         except ValueError as exc:
-            errors.append(f"EMQ[{key!r}] {exc}")
+            where = f"{_where(str(alias))}[{key!r}]" if key in options else f"EMQ[{key!r}]"
+            errors.append(f"{where} {exc}")
             values[key.lower()] = default
 
     url, url_error = _url(raw.get("URL"))
@@ -215,10 +295,15 @@ def _read() -> tuple[dict[str, Any], list[str]]:
     one_expiry = values.get("max_expiries") == 1
     field("PREFETCH", _positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
     field("SHARDS", _shards, {})
+    field("HISTORY", _positive_int, DEFAULTS["HISTORY"])
     field("MAX_DEPTH", functools.partial(_per_queue, parse=_positive_int), {})
     field("RATE", functools.partial(_per_queue, parse=_rate), {})
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
+    if values["history"] > MAX_HISTORY:
+        errors.append(f"EMQ['HISTORY'] must be at most {MAX_HISTORY}, not {values['history']}")
+    if values["lease"] > MAX_LEASE:
+        errors.append(f"EMQ['LEASE'] must be at most {MAX_LEASE} seconds (24 hours)")
     if values["prefetch"] > MAX_PREFETCH:
         errors.append(f"EMQ['PREFETCH'] must be at most {MAX_PREFETCH}, not {values['prefetch']}")
     if values["beat"] >= values["lease"]:
@@ -369,3 +454,7 @@ def _positive_int(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"must be a whole number of at least 1, not {value!r}")
     return value
+
+
+# The environment reader lives in its own module; it is part of this one's API.
+from .env import env_settings as env_settings  # noqa: E402

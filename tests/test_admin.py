@@ -26,6 +26,7 @@ from django_emq.engine import browse
 from django_emq.engine.queue import Queue
 from django_emq.lanes import lane_for
 
+from . import factories
 from .helpers import LONG_LEASE, claim_one, counting_client, dump, fill, lane, sleep_past
 from .invariants import check_invariants
 
@@ -59,13 +60,9 @@ UserFactory = Callable[..., User]
 
 
 @pytest.fixture
-def make_user(django_user_model: type[User]) -> UserFactory:
+def make_user(db: None) -> UserFactory:
     def make(name: str, *perms: str, staff: bool = True) -> User:
-        user = django_user_model.objects.create_user(  # no password: nothing to hash
-            name, f"{name}@example.com", None, is_staff=staff
-        )
-        user.user_permissions.add(*Permission.objects.filter(codename__in=perms))
-        return user
+        return factories.make_user(name, staff=staff, perms=perms)
 
     return make
 

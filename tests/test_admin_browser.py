@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import User
 from django.tasks import task_backends
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -28,6 +28,7 @@ from django_emq.engine import browse
 from django_emq.engine.queue import Queue
 from django_emq.lanes import lane_for
 
+from .factories import make_user
 from .helpers import LONG_LEASE, fill
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -91,14 +92,8 @@ def test_an_operator_sees_the_lanes_and_pauses_one_in_a_browser(
     settings: Any,
 ) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    operator = django_user_model.objects.create_user("operator", "op@example.com", "s3cret!")
-    operator.is_staff = True
-    operator.save()
-    operator.user_permissions.add(Permission.objects.get(codename="manage_lanes"))
-    users = [
-        django_user_model.objects.create_user(name, f"{name}@example.com", None)
-        for name in ("alice", "bob", "carol")
-    ]
+    make_user("operator", password="s3cret!", staff=True, perms=["manage_lanes"])
+    users = [make_user(name) for name in ("alice", "bob", "carol")]
     backend = task_backends["default"]
     assert isinstance(backend, FairLanesBackend)
     queue: Queue = backend.queue("default")

@@ -19,6 +19,7 @@ from django_emq import enqueue_for, enqueue_on_commit, lane, lane_for, lane_id
 from django_emq.backend import FairLanesBackend
 from django_emq.exceptions import InvalidArguments
 from tests import tasks
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +32,8 @@ def backend() -> FairLanesBackend:
 
 @pytest.fixture
 def user() -> User:
-    return User.objects.create_user("ada", "ada@example.com", "pw")
+    user: User = make_user("ada")
+    return user
 
 
 def test_lane_for_a_user_is_usr_plus_fixed_width_base62(user: User) -> None:
@@ -168,7 +170,7 @@ def test_task_enqueued_signal_fires(emq: redis.Redis, user: User) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_on_commit_enqueues_only_after_the_commit(emq: redis.Redis) -> None:
-    user = User.objects.create_user("bo")
+    user = make_user("bo")
     with transaction.atomic():
         enqueue_on_commit(user, tasks.add, 1, 2)
         assert backend().queue("default").depth(lane_for(user)) == 0
@@ -177,7 +179,7 @@ def test_on_commit_enqueues_only_after_the_commit(emq: redis.Redis) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_on_commit_rolled_back_enqueues_nothing(emq: redis.Redis) -> None:
-    user = User.objects.create_user("cy")
+    user = make_user("cy")
     try:
         with transaction.atomic():
             enqueue_on_commit(user, tasks.add, 1, 2)

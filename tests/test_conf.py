@@ -159,12 +159,19 @@ def test_lane_brands_may_rebrand_the_user_model(settings: SettingsWrapper) -> No
 
 
 def test_queue_options_follow_settings(settings: SettingsWrapper) -> None:
-    settings.EMQ = {"MAX_ATTEMPTS": 5, "MAX_EXPIRIES": 4, "RESULT_TTL": 60, "MAX_PAYLOAD": 2048}
+    settings.EMQ = {
+        "MAX_ATTEMPTS": 5,
+        "MAX_EXPIRIES": 4,
+        "RESULT_TTL": 60,
+        "MAX_PAYLOAD": 2048,
+        "HISTORY": 3,
+    }
     assert emq_settings().queue_options() == {
         "max_attempts": 5,
         "max_expiries": 4,
         "result_ttl": timedelta(seconds=60),
         "max_payload": 2048,
+        "history": 3,
     }
 
 
@@ -192,6 +199,9 @@ def test_queue_options_follow_settings(settings: SettingsWrapper) -> None:
         ({"PREFETCH": 0}, "EMQ['PREFETCH'] must be a whole number"),
         ({"PREFETCH": "16"}, "EMQ['PREFETCH'] must be a whole number"),
         ({"PREFETCH": 1001}, "EMQ['PREFETCH'] must be at most 1000"),
+        ({"HISTORY": 0}, "EMQ['HISTORY'] must be a whole number"),
+        ({"HISTORY": 1001}, "EMQ['HISTORY'] must be at most 1000"),
+        ({"LEASE": 86401}, "EMQ['LEASE'] must be at most 86400 seconds"),
         ({"EMBEDDED_DIR": 3}, "EMQ['EMBEDDED_DIR'] must be a path"),
         ({"LANE_BRANDS": ["USR"]}, "EMQ['LANE_BRANDS'] must be a dict"),
         ({"LANE_BRANDS": {"auth.Group": "grp"}}, "is not three upper-case letters"),

@@ -59,6 +59,7 @@ HOT_PATH_COMMANDS = {
     "zpopmin",
     "pexpire",
     "del",
+    "type",  # the checks before a script's first write (lua/includes/check.lua)
     # lane policies (tests/test_policy_cost.py): a throttled lane's score, a
     # rate-limited lane's start log (its head, length, and the starts that left
     # the window), and the throttled lanes that are due (LIMIT: a bounded range)
@@ -251,6 +252,9 @@ def test_a_turn_without_weights_or_ceilings_costs_seven_commands(
     counts = measure(r, claim)
     assert "hget" not in counts
     assert "zcard" not in counts
+    # checked once per call, before the first write: the on-ring set, the active
+    # set, the in-flight counts, the depth index and the counters
+    assert counts["type"] == 5
     per_turn = {"lmove", "zpopmin", "hmget", "hset", "zincrby"}
     assert {name: counts[name] for name in per_turn} == dict.fromkeys(per_turn, 16)
     # the lane's active set and in-flight count, once per turn; the queue's
@@ -259,4 +263,4 @@ def test_a_turn_without_weights_or_ceilings_costs_seven_commands(
     assert counts["hincrby"] == 16 + 1
     assert counts["hlen"] == 3  # weights, ceilings, rates
     assert counts["time"] == 1
-    assert sum(counts.values()) - counts["evalsha"] == 16 * 7 + 6
+    assert sum(counts.values()) - counts["evalsha"] == 16 * 7 + 5 + 5 + 1  # + rates' HLEN

@@ -150,6 +150,7 @@ def test_a_guess_through_the_web_page_is_scored_and_ctrl_c_stops_everything(
     web_pid, base = int(web.group(1)), web.group(2)
     demo.wait_for(r"The others' worst wait")  # the flood ran and was scored
     demo.wait_for(r"The demo is running")
+    demo.wait_for(r"the admin lanes  http://\S+/admin/django_emq/lane/$")  # the view, not the index
     assert embedded.is_running(demo.var / "emq")
 
     browser = Browser(base)

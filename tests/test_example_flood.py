@@ -117,6 +117,26 @@ def test_flood_table_shows_small_players_served_before_the_flood_drains(
         # One FIFO line: they arrived after the flood, so they start after it.
         assert fifo.last_start > 60
     assert "The others' worst wait:" in output
+    # The FIFO line has the burst worker's real concurrency (1 thread), not a guess.
+    assert "the same arrivals and service times, 1 slot." in output
+
+
+@pytest.mark.django_db(transaction=True)
+def test_flood_fifo_line_gets_the_workers_concurrency(emq: redis.Redis, settings: Any) -> None:
+    settings.GAME_SCORING_SECONDS = 0.002
+    out = io.StringIO()
+    call_command(
+        "flood",
+        "--guesses",
+        "8",
+        "--players",
+        "1",
+        "--run-worker",
+        "--concurrency",
+        "2",
+        stdout=out,
+    )
+    assert "the same arrivals and service times, 2 slots." in out.getvalue()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -17,6 +17,7 @@ from django_emq import lane_for
 from django_emq.backend import FairLanesBackend
 from example_project.game.models import Guess
 from example_project.game.scoring import score, validate_code
+from tests.factories import make_player
 
 pytestmark = pytest.mark.urls("example_project.urls")
 CSRF = "django.middleware.csrf.CsrfViewMiddleware"
@@ -43,7 +44,8 @@ def burst() -> None:
 
 @pytest.fixture
 def ada(db: None) -> User:
-    return User.objects.create_user("ada")
+    player: User = make_player("ada")
+    return player
 
 
 @pytest.fixture
@@ -118,7 +120,7 @@ def test_a_bad_code_from_the_form_writes_nothing(emq: redis.Redis, signed_in: Cl
 @pytest.mark.django_db(transaction=True)
 def test_the_worker_scores_the_guess_and_the_json_shows_it(emq: redis.Redis, settings: Any) -> None:
     settings.GAME_SCORING_SECONDS = 0.0
-    ada = User.objects.create_user("ada")
+    ada = make_player("ada")
     client = Client(enforce_csrf_checks=True)
     client.force_login(ada)
     token = csrf_token(client)
@@ -177,7 +179,7 @@ def test_the_json_api_refuses_a_bad_body_and_writes_nothing(
 
 
 def test_a_player_cannot_read_another_players_guess(emq: redis.Redis, signed_in: Client) -> None:
-    eve = User.objects.create_user("eve")
+    eve = make_player("eve")
     other = Client()
     other.force_login(eve)
     made = other.post(

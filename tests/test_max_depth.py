@@ -204,7 +204,7 @@ def test_a_claim_is_unaffected_by_max_depth(queue: Queue) -> None:
 def test_the_admin_shows_and_sets_a_lanes_max_depth(emq: redis.Redis) -> None:
     from django.test import Client
 
-    admin = make_user(is_staff=True, is_superuser=True)
+    admin = make_user(staff=True, perms=["view_lanes", "manage_lanes"])
     client = Client()
     client.force_login(admin)
     queue = get_queue()

@@ -300,7 +300,7 @@ def test_the_admin_shows_and_sets_a_lanes_rate(emq: redis.Redis) -> None:
     from .factories import make_user
 
     client = Client()
-    client.force_login(make_user(is_staff=True, is_superuser=True))
+    client.force_login(make_user(staff=True, perms=["view_lanes", "manage_lanes"]))
     queue = get_queue().shards[0]
     fill(queue, A, 3)
     url = f"/admin/django_emq/lane/default/{A}/"

@@ -6,16 +6,28 @@ zone; durations and labels go through gettext so they are translatable.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from django.utils.translation import gettext as _
 
+# One owner of moments and of the task-error record: django_emq.results.
+from ..results import error_parts as split_error
+from ..results import moment
 
-def moment(ms: int | None) -> datetime | None:
-    """Epoch milliseconds as an aware datetime (rendered in the site's time zone)."""
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
+__all__ = ["Pager", "duration", "error_message", "moment", "split_error"]
+
+
+def error_message(error_class: str, traceback: str) -> str:
+    """The last line of a traceback without the exception class it starts with
+    (the admin shows the class beside it): ``boom`` for ``ValueError: boom``."""
+    lines = traceback.strip().splitlines()
+    last = lines[-1] if lines else ""
+    for name in (error_class, error_class.rpartition(".")[2]):
+        if name and last == name:
+            return ""
+        if name and last.startswith(f"{name}: "):
+            return last[len(name) + 2 :]
+    return last
 
 
 def duration(ms: int) -> str:
@@ -31,19 +43,6 @@ def duration(ms: int) -> str:
     if minutes:
         return _("%(minutes)d min %(seconds)d s") % {"minutes": minutes, "seconds": s}
     return _("%(seconds)d s") % {"seconds": s}
-
-
-def split_error(text: str) -> tuple[str, str]:
-    """(exception class path, traceback) of a stored error.
-
-    The worker stores django.tasks' ``TaskError`` fields as JSON; anything
-    else (an error recorded through the engine directly) is its own traceback.
-    """
-    try:
-        data = json.loads(text)
-        return str(data["exception_class_path"]), str(data["traceback"])
-    except (ValueError, KeyError, TypeError):
-        return "", text
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import redis
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import (
@@ -28,14 +29,14 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
 from ..engine import browse
-from ..engine.ids import validate_lane
+from ..engine.ids import is_lane, validate_lane
 from ..engine.queue import LaneInfo
 from ..engine.shards import AnyQueue, home_of
-from ..exceptions import UNAVAILABLE
+from ..exceptions import UNAVAILABLE, CorruptKeyspace, script_error
 from ..models import Lane
 from .action_views import ActionViews
 from .actions import ACTIONS
-from .display import Pager, duration, moment, split_error
+from .display import Pager, duration, error_message, moment, split_error
 from .lookup import configured_queues, lane_owners, user_lanes
 
 if TYPE_CHECKING:
@@ -112,6 +113,14 @@ class LaneAdmin(ActionViews, ModelAdmin):
                 return TemplateResponse(
                     request, "admin/django_emq/unreachable.html", context, status=503
                 )
+            except redis.ResponseError as exc:  # a key of the wrong type (edited by hand)
+                damage = script_error(exc)
+                if not isinstance(damage, CorruptKeyspace):
+                    raise
+                context = self._context(request, _("Damaged keys"), error=str(damage))
+                return TemplateResponse(
+                    request, "admin/django_emq/damaged.html", context, status=503
+                )
 
         return guarded
 
@@ -172,6 +181,10 @@ class LaneAdmin(ActionViews, ModelAdmin):
         else:
             pager = Pager.of(request.GET.get("page"), totals[name].lanes, self.lanes_per_page)
             infos = queue.lanes(top=self.lanes_per_page, offset=pager.offset)
+        # names a hand edit left where lanes belong: shown, never linked
+        damaged = [lane for lane in view.ring_head if not is_lane(lane)]
+        damaged += [info.lane for info in infos if not is_lane(info.lane)]
+        infos = [info for info in infos if is_lane(info.lane)]
         refresh = request.GET.get("refresh") != "0" and not query
         recent_ms = self.recent_worker_seconds * 1000
         workers = [w for w in view.workers if w.beat_ms and view.server_ms - w.beat_ms <= recent_ms]
@@ -190,8 +203,10 @@ class LaneAdmin(ActionViews, ModelAdmin):
             ],
             totals=totals[name],
             ring_head=[
-                {"lane": lane, "url": self._url("detail", name, lane)} for lane in view.ring_head
+                {"lane": lane, "url": self._url("detail", name, lane) if is_lane(lane) else None}
+                for lane in view.ring_head
             ],
+            damaged=damaged,
             ring_more=max(0, totals[name].ring - len(view.ring_head)),
             workers=[
                 {
@@ -332,7 +347,7 @@ class LaneAdmin(ActionViews, ModelAdmin):
                     and job.deadline_ms <= page.server_ms,
                     "finished": moment(job.finished_ms),
                     "error_class": error_class,
-                    "error_line": traceback.strip().splitlines()[-1] if traceback.strip() else "",
+                    "error_line": error_message(error_class, traceback),
                     "traceback": traceback,
                 }
             )

@@ -1,6 +1,6 @@
-"""The calls every queue answers, written once: a plain :class:`Queue` and a
-:class:`ShardedQueue` both take a :class:`JobSpec` to enqueue and a
-:class:`ClaimRequest` to claim; the keyword forms below build those values,
+"""The calls every queue answers, written once: a plain ``Queue`` and a
+``ShardedQueue`` both take a ``JobSpec`` to enqueue and a
+``ClaimRequest`` to claim; the keyword forms below build those values,
 so the signatures live here and nowhere else.
 
 A plain queue is a sharded queue of one: both answer ``shards``,
@@ -62,7 +62,7 @@ class QueueAPI:
 
     def enqueue_many(self, jobs: Iterable[JobSpec | Mapping[str, Any]]) -> list[Enqueued]:
         """Enqueue many jobs in one round trip (per shard). Each item is a
-        :class:`JobSpec`, or a mapping of ``enqueue``'s arguments by name.
+        ``JobSpec``, or a mapping of ``enqueue``'s arguments by name.
 
         Every job is validated first: one bad job refuses the whole batch and
         nothing is written. Each job is then admitted atomically on its own.

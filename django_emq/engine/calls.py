@@ -64,7 +64,9 @@ def enqueue(
     return Call("enqueue", keys, args)
 
 
-def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int, rate: str = "") -> Call:
+def claim(
+    k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int, history: int, rate: str = ""
+) -> Call:
     """``rate``: the queue's default rate limit per lane, ``<count>:<per_ms>``; '' for none."""
     keys = [
         k.ring,
@@ -77,7 +79,7 @@ def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int, rate
         k.depths,
         k.stats,
     ]
-    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit, rate])
+    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit, history, rate])
 
 
 def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str]], ttl_ms: int) -> Call:
@@ -98,7 +100,9 @@ def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str]], ttl_ms: int
     return Call("complete", keys, args)
 
 
-def retry(k: QueueKeys, job_id: str, token: int, error: str, delay_ms: int, dead: bool) -> Call:
+def retry(
+    k: QueueKeys, job_id: str, token: int, error: str, delay_ms: int, dead: bool, history: int
+) -> Call:
     keys = [
         k.ring,
         k.on_ring,
@@ -114,7 +118,7 @@ def retry(k: QueueKeys, job_id: str, token: int, error: str, delay_ms: int, dead
         k.job(job_id),
     ]
     mode = "dead" if dead else "retry"
-    return Call("retry", keys, [k.prefix, job_id, token, error, delay_ms, mode])
+    return Call("retry", keys, [k.prefix, job_id, token, error, delay_ms, mode, history])
 
 
 def extend(k: QueueKeys, job_id: str, token: int, lease_ms: int) -> Call:
@@ -137,7 +141,7 @@ def release(k: QueueKeys, job_id: str, token: int) -> Call:
     return Call("release", keys, [k.prefix, job_id, token])
 
 
-def reap(k: QueueKeys, limit: int, max_expiries: int) -> Call:
+def reap(k: QueueKeys, limit: int, max_expiries: int, history: int) -> Call:
     keys = [
         k.ring,
         k.on_ring,
@@ -150,7 +154,7 @@ def reap(k: QueueKeys, limit: int, max_expiries: int) -> Call:
         k.wake,
         k.dead,
     ]
-    return Call("reap", keys, [k.prefix, limit, max_expiries])
+    return Call("reap", keys, [k.prefix, limit, max_expiries, history])
 
 
 def promote(k: QueueKeys, limit: int) -> Call:
@@ -240,3 +244,56 @@ def retry_dead(k: QueueKeys, lane: str, limit: int, job_ids: list[str]) -> Call:
 
 def delete_dead(k: QueueKeys, lane: str, limit: int, job_ids: list[str]) -> Call:
     return Call("delete_dead", [k.dead], [k.prefix, lane, limit, *job_ids])
+
+
+# -- the doctor's calls (django_emq.engine.doctor) ------------------------------------
+
+
+def audit_jobs(k: QueueKeys, job_ids: Sequence[str]) -> Call:
+    return Call("audit_jobs", [k.active, k.schedule, k.dead], [k.prefix, *job_ids])
+
+
+def audit_members(k: QueueKeys, key: str, state: str, lane: str, ids: Sequence[str]) -> Call:
+    return Call("audit_members", [key], [k.prefix, state, lane, *ids])
+
+
+def audit_lanes(k: QueueKeys, lanes: Sequence[str]) -> Call:
+    keys = [k.on_ring, k.paused, k.ceilings, k.inflight, k.depths]
+    return Call("audit_lanes", keys, [k.prefix, *lanes])
+
+
+def audit_ring(k: QueueKeys, limit: int) -> Call:
+    return Call("audit_ring", [k.ring, k.on_ring, k.depths, k.stats], [limit])
+
+
+def mend_jobs(k: QueueKeys, found: Sequence[tuple[str, str, str]]) -> Call:
+    """Put each ``(job_id, set it was found in or '', that set's lane or '')`` right."""
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.active,
+        k.schedule,
+        k.dead,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.depths,
+        k.stats,
+        k.wake,
+    ]
+    return Call("mend_jobs", keys, [k.prefix, *(part for entry in found for part in entry)])
+
+
+def mend_lanes(k: QueueKeys, names: Sequence[tuple[str, str]]) -> Call:
+    """Recount each ``(name, 'lane' | 'purge')``, or purge a name that is no lane."""
+    keys = [k.ring, k.on_ring, k.paused, k.ceilings, k.inflight, k.depths, k.wake, k.weights]
+    return Call("mend_lanes", keys, [k.prefix, *(part for entry in names for part in entry)])
+
+
+def mend_ring(k: QueueKeys, ring: bool, total: bool) -> Call:
+    keys = [k.ring, k.on_ring, k.depths, k.stats, k.wake]
+    return Call("mend_ring", keys, ["1" if ring else "0", "1" if total else "0"])
+
+
+def mend_key(key: str, kind: str) -> Call:
+    return Call("mend_key", [key], [kind])

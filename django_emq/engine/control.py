@@ -17,7 +17,7 @@ BATCH = 500
 
 
 class LaneControl:
-    """Pause, resume, ceilings, weights, drain, move, and dead jobs, for :class:`Queue`."""
+    """Pause, resume, ceilings, weights, drain, move, and dead jobs, for ``Queue``."""
 
     keys: QueueKeys
 
@@ -76,7 +76,7 @@ class LaneControl:
         return self._dead(calls.retry_dead, job_ids, lane)
 
     def delete_dead(self, job_ids: Iterable[str] | None = None, *, lane: str | None = None) -> int:
-        """Delete dead jobs, rows included; chosen as :meth:`retry_dead` chooses them.
+        """Delete dead jobs, rows included; chosen as ``retry_dead`` chooses them.
         Returns how many were deleted."""
         return self._dead(calls.delete_dead, job_ids, lane)
 

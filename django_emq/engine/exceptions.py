@@ -1,11 +1,13 @@
 """Every exception the engine raises, the map from Lua return codes to them,
-and :data:`UNAVAILABLE`, the errors that mean "the server cannot answer now".
+and ``UNAVAILABLE``, the errors that mean "the server cannot answer now".
 
-The Django layer adds :class:`django_emq.exceptions.ConfigurationError`;
+The Django layer adds ``django_emq.exceptions.ConfigurationError``;
 ``django_emq.exceptions`` re-exports everything here.
 """
 
 from __future__ import annotations
+
+import re
 
 import redis
 from redis.exceptions import ClusterDownError, RedisClusterException, TryAgainError
@@ -37,8 +39,11 @@ class LaneFull(EnqueueError):
         self.max_depth = max_depth
 
 
-class InvalidArguments(EMQError, ValueError):
-    """Task arguments that do not survive a JSON round trip, or are too large."""
+class InvalidArguments(EMQError, TypeError, ValueError):
+    """Task arguments that do not survive a JSON round trip, or are too large.
+
+    A ``TypeError``, as django.tasks raises for arguments JSON cannot hold, and
+    a ``ValueError``, as django-emq raised before."""
 
 
 class JobError(EMQError):
@@ -77,6 +82,22 @@ class CorruptJob(JobError):
     worker makes it dead with this error."""
 
 
+class CorruptKeyspace(EMQError, redis.ResponseError):
+    """A key of the queue holds a value of the wrong type (edited by hand, or
+    written by something else): the script found it before its first write,
+    so nothing changed. ``key`` names it (``None`` when the server did not
+    say). Run ``manage.py emq_doctor`` to find and mend what is wrong.
+
+    A ``redis.ResponseError`` too, so code that rides out a server's refusals
+    (the worker) rides this out as well."""
+
+    def __init__(self, key: str | None, detail: str) -> None:
+        where = f"{key} " if key else "a key of the queue "
+        super().__init__(f"{where}{detail}: the keyspace is damaged; run manage.py emq_doctor")
+        self.key = key
+        self.detail = detail
+
+
 #: Negative codes returned by the Lua scripts, in one place.
 NO_JOB = -1
 STALE_TOKEN = -2
@@ -106,6 +127,25 @@ def refusal(reply: object, job_id: str) -> JobError | None:
     return None
 
 
+#: The error reply of a script's check (lua/includes/check.lua): EMQCORRUPT <key> <detail>.
+_CORRUPT_RE = re.compile(r"EMQCORRUPT (\S+) (.*?)(?: script: .*)?$", re.DOTALL)
+
+
+def script_error(exc: Exception) -> Exception:
+    """What a script's error reply stands for: ``CorruptKeyspace`` for a
+    key of the wrong type (named by the script's checks, or a bare WRONGTYPE
+    the checks did not name), else ``exc`` itself."""
+    if not isinstance(exc, redis.ResponseError) or isinstance(exc, CorruptKeyspace):
+        return exc
+    message = str(exc)
+    match = _CORRUPT_RE.match(message)
+    if match:
+        return CorruptKeyspace(match.group(1), match.group(2))
+    if "WRONGTYPE" in message:
+        return CorruptKeyspace(None, "holds the wrong type (WRONGTYPE)")
+    return exc
+
+
 #: What a call raises while its server (on a cluster: the node of its slot) cannot
 #: answer for now: unreachable or timed out; on a cluster also ``CLUSTERDOWN`` and
 #: ``TRYAGAIN`` (a failover or a slot migration under way) and the cluster client's
@@ -133,5 +173,6 @@ for _cls in (
     InvalidJobState,
     LeaseExpired,
     CorruptJob,
+    CorruptKeyspace,
 ):
     _cls.__module__ = "django_emq.exceptions"

@@ -45,7 +45,7 @@ def base62(n: int, width: int) -> str:
 
 
 def unbase62(text: str) -> int:
-    """Decode a base62 string made by :func:`base62`."""
+    """Decode a base62 string made by ``base62``."""
     n = 0
     for c in text:
         try:
@@ -83,6 +83,11 @@ def validate_lane(lane: object) -> str:
             "django_emq.lane_id(brand, pk)"
         )
     return lane
+
+
+def is_lane(name: object) -> bool:
+    """Whether ``name`` is a branded lane id (a hand-edited key may hold one that is not)."""
+    return isinstance(name, str) and LANE_RE.fullmatch(name) is not None
 
 
 def validate_queue_name(name: object) -> str:

@@ -13,7 +13,24 @@ DEFAULT_MAX_PAYLOAD = 1024 * 1024
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """Compact JSON text of ``value``; ``InvalidArguments`` names what cannot be
+    encoded: what JSON cannot hold, NaN, nesting deeper than Python can walk,
+    text that UTF-8 cannot carry (a lone surrogate)."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        raise InvalidArguments("nested too deeply to encode as JSON") from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidArguments(f"must be JSON-serialisable: {exc}") from None
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end]
+            raise InvalidArguments(
+                f"holds text UTF-8 cannot carry ({bad!r} at {exc.start}: a lone surrogate)"
+            ) from None
+    return text
 
 
 def encode_arguments(
@@ -36,11 +53,14 @@ def encode_arguments(
     try:
         args_json = _dumps(list(args))
         kwargs_json = _dumps(dict(kwargs))
-    except (TypeError, ValueError) as exc:
-        raise InvalidArguments(f"task arguments must be JSON-serialisable: {exc}") from None
-    if json.loads(args_json) != _normalise(list(args)) or json.loads(kwargs_json) != _normalise(
-        dict(kwargs)
-    ):
+        same = json.loads(args_json) == _normalise(list(args)) and json.loads(
+            kwargs_json
+        ) == _normalise(dict(kwargs))
+    except InvalidArguments as exc:
+        raise InvalidArguments(f"task arguments {exc}") from None
+    except RecursionError:
+        raise InvalidArguments("task arguments are nested too deeply to encode as JSON") from None
+    if not same:
         raise InvalidArguments(
             "task arguments must survive a JSON round trip unchanged "
             "(dict keys must be strings; use lists, dicts, str, int, float, bool, None)"
@@ -75,8 +95,8 @@ def encode_result(value: Any) -> JSONText:
         return value
     try:
         return JSONText(_dumps(value))
-    except (TypeError, ValueError) as exc:
-        raise InvalidArguments(f"a task's return value must be JSON-serialisable: {exc}") from None
+    except InvalidArguments as exc:
+        raise InvalidArguments(f"a task's return value {exc}") from None
 
 
 def text(value: Any) -> str:

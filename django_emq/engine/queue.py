@@ -2,9 +2,9 @@
 
 Every state change is one Lua script (see ``django_emq/engine/lua/``); reads are
 plain commands, pipelined so each public call is one round trip. The calls are
-spread over small parts: the keyword forms (:mod:`.api`), lane control and dead
-jobs (:mod:`.control`), the reads (:mod:`.reads`) and the values they speak in
-(:mod:`.records`); this module holds the job's path through the queue.
+spread over small parts: the keyword forms (``.api``), lane control and dead
+jobs (``.control``), the reads (``.reads``) and the values they speak in
+(``.records``); this module holds the job's path through the queue.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from redis.exceptions import NoScriptError, RedisClusterException
 from . import calls
 from .api import QueueAPI
 from .control import BATCH, LaneControl
-from .exceptions import EnqueueError, JobError, check_code
+from .exceptions import CorruptKeyspace, EnqueueError, JobError, check_code, script_error
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .keys import QueueKeys
 from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text
@@ -27,7 +27,10 @@ from .policies import LanePolicies
 from .reads import QueueReads
 from .records import (
     CLAIM_STRIDE,
+    DEFAULT_HISTORY,
     MAX_BATCH,
+    MAX_DELAY_MS,
+    MAX_LEASE_MS,
     MAX_WEIGHT,
     RUN_AFTER_PAST_LIMIT,
     WORKER_ID_RE,
@@ -39,6 +42,7 @@ from .records import (
     Totals,
     default_worker_id,
     encode_outcomes,
+    error_text,
     parse_claims,
     parse_enqueued,
     positive_int,
@@ -79,7 +83,8 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
     ``result_ttl`` is how long a finished job's row (its result) is kept,
     ``max_attempts`` how many failures a job may have before it is dead,
     ``max_expiries`` how many times its lease may expire (its worker died or
-    froze) before it is dead rather than returned to its lane, and
+    froze) before it is dead rather than returned to its lane, ``history`` is
+    how many of the latest claimers' ids and errors a job's row keeps,
     ``max_depth`` the most pending jobs a lane may hold unless it sets its own
     (``None``: no limit), and ``rate`` a ``(count, per_seconds)`` limit on the
     jobs each lane starts, unless it sets its own (``None``: no limit).
@@ -94,6 +99,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         max_expiries: int = 3,
         result_ttl: timedelta = timedelta(days=1),
         max_payload: int = DEFAULT_MAX_PAYLOAD,
+        history: int = DEFAULT_HISTORY,
         max_depth: int | None = None,
         rate: tuple[int, float | timedelta] | None = None,
     ) -> None:
@@ -104,6 +110,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         self.max_expiries = positive_int("max_expiries", max_expiries)
         self.result_ttl_ms = int(result_ttl.total_seconds() * 1000)
         self.max_payload = max_payload
+        self.history = positive_int("history", history, 1000)
         self.max_depth = None if max_depth is None else positive_int("max_depth", max_depth)
         #: The default rate limit of every lane, ``(count, per_ms)``; ``None``: none.
         self.rate = None if rate is None else rate_limit(*rate)
@@ -155,20 +162,22 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         )
 
     def enqueue_spec(self, spec: JobSpec) -> Enqueued:
-        """:meth:`enqueue` of one :class:`JobSpec`."""
+        """``enqueue`` of one ``JobSpec``."""
         call = self.prepare(spec)
         try:
             reply = self._run(call)
+        except CorruptKeyspace:
+            raise
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
-        return parse_enqueued(str(call.args[0]), str(call.args[1]), reply)
+        return _enqueued(call, reply)
 
     def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
-        """:meth:`enqueue_many` of :class:`JobSpec` values."""
+        """``enqueue_many`` of ``JobSpec`` values."""
         return self.send_prepared([self.prepare(spec) for spec in specs])
 
     def send_prepared(self, prepared: Sequence[calls.Call]) -> list[Enqueued]:
-        """Run enqueue calls from :meth:`prepare` in one round trip."""
+        """Run enqueue calls from ``prepare`` in one round trip."""
         if not prepared:
             return []
         pipe = self.connection.pipeline(transaction=False)
@@ -187,6 +196,9 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
         for reply in replies:
+            reply = script_error(reply) if isinstance(reply, Exception) else reply
+            if isinstance(reply, CorruptKeyspace):
+                raise reply
             if isinstance(reply, redis.RedisError):
                 # Jobs before it in the batch may be admitted: retrying the batch
                 # under the same job ids admits each job once.
@@ -195,10 +207,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
                 raise reply
         # A full lane refuses its job alone: the jobs before and after it in the
         # batch are admitted; LaneFull names the first refused one.
-        return [
-            parse_enqueued(str(call.args[0]), str(call.args[1]), reply)
-            for call, reply in zip(prepared, replies, strict=True)
-        ]
+        return [_enqueued(call, reply) for call, reply in zip(prepared, replies, strict=True)]
 
     def _enqueue_error(self, exc: Exception) -> EnqueueError:
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | RedisClusterException):
@@ -208,7 +217,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
     # -- the worker's side ---------------------------------------------------
 
     def claim_shard(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
-        """:meth:`claim` answered with the queue the claims came from (this one)."""
+        """``claim`` answered with the queue the claims came from (this one)."""
         claims = parse_claims(self._run(self._claim_call(request)))
         return (self, claims) if claims else None
 
@@ -221,6 +230,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
             checked.turns,
             checked.worker,
             checked.max_jobs,
+            self.history,
             rate_arg(self.rate),
         )
 
@@ -246,11 +256,11 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         return self.record(call)
 
     def record(self, call: calls.Call) -> list[JobError | None]:
-        """Run a complete call from :meth:`complete_call`; the refusals, in order."""
+        """Run a complete call from ``complete_call``; the refusals, in order."""
         return refusals(call.args[2::3], self._run(call))
 
     def complete_call(self, encoded: Sequence[tuple[str, int, str]]) -> calls.Call | None:
-        """The complete call for outcomes from :func:`encode_outcomes`."""
+        """The complete call for outcomes from ``encode_outcomes``."""
         return calls.complete(self.keys, encoded, self.result_ttl_ms) if encoded else None
 
     def complete_then_claim(
@@ -264,14 +274,14 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         worker_id: str | None = None,
         max_jobs: int | None = None,
     ) -> tuple[list[Claim], Exception | None]:
-        """:meth:`complete`, then :meth:`claim`, in one round trip: a worker's next
+        """``complete``, then ``claim``, in one round trip: a worker's next
         turn rides along with its last outcome.
 
         Answers the claims (empty when no lane is serviceable, or when the claim
         failed: the caller claims again on its own) and the complete's error
         (``StaleToken``...), returned instead of raised so the claims, whose
         leases are held, are never dropped. A lost connection raises: whether
-        the complete landed is unknown, and retrying it with :meth:`complete`
+        the complete landed is unknown, and retrying it with ``complete``
         is safe (it is fenced by the token); a claim that landed unseen is
         reaped when its lease runs out, like any lost claim reply.
         """
@@ -289,13 +299,13 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         worker_id: str | None = None,
         max_jobs: int | None = None,
     ) -> tuple[list[Claim], list[Exception | None]]:
-        """:meth:`complete_many`, then :meth:`claim`, in one round trip.
+        """``complete_many``, then ``claim``, in one round trip.
 
         Answers the claims and one entry per outcome: ``None`` when recorded,
         else what refused it (``StaleToken``, ``JobNotFound``, or the server's
         error for the whole batch, a lost connection included), returned rather
         than raised so the claims, whose leases are held, are never dropped. A
-        connection lost before any reply raises, as in :meth:`complete_then_claim`.
+        connection lost before any reply raises, as in ``complete_then_claim``.
         """
         take = self._claim_call(ClaimRequest(lease_ms, turns, worker_id, max_jobs))
         done = self.complete_call(encode_outcomes(outcomes))
@@ -322,26 +332,28 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         if done is None:
             return claims, []
         if isinstance(done_reply, Exception):
-            return claims, [done_reply] * len(outcomes)
+            return claims, [script_error(done_reply)] * len(outcomes)
         return claims, list(refusals(done.args[2::3], done_reply or []))
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of
         attempts. Returns the job's new state (``pending``, ``scheduled`` or ``dead``)."""
-        if delay_ms < 0:
-            raise ValueError(f"delay_ms cannot be negative ({delay_ms})")
-        reply = self._run(calls.retry(self.keys, job_id, token, error, delay_ms, dead=False))
+        positive_int("delay_ms", delay_ms, MAX_DELAY_MS, minimum=0)
+        reply = self._run(
+            calls.retry(self.keys, job_id, token, error_text(error), delay_ms, False, self.history)
+        )
         check_code(reply, job_id)
         return text(reply[1])
 
     def fail(self, job_id: str, token: int, error: str) -> None:
         """Record a failure that retrying cannot fix: the job is dead now."""
-        reply = self._run(calls.retry(self.keys, job_id, token, error, 0, dead=True))
+        call = calls.retry(self.keys, job_id, token, error_text(error), 0, True, self.history)
+        reply = self._run(call)
         check_code(reply, job_id)
 
     def extend(self, job_id: str, token: int, lease_ms: int) -> int:
         """Push the lease to server time + ``lease_ms``; returns the new deadline (ms)."""
-        positive_int("lease_ms", lease_ms)
+        positive_int("lease_ms", lease_ms, MAX_LEASE_MS)
         reply = self._run(calls.extend(self.keys, job_id, token, lease_ms))
         check_code(reply, job_id)
         return int(reply)
@@ -358,7 +370,10 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         ``LeaseExpired`` error: a poison job does not come back forever."""
         reaped: list[str] = []
         while True:
-            batch = [text(i) for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries))]
+            batch = [
+                text(i)
+                for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries, self.history))
+            ]
             reaped += batch
             if len(batch) < BATCH:
                 return reaped
@@ -376,3 +391,8 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
             total += int(count)
             if int(count) < BATCH and int(lanes) < BATCH:
                 return total, (None if int(next_due) < 0 else int(next_due))
+
+
+def _enqueued(call: calls.Call, reply: Sequence[Any]) -> Enqueued:
+    """What the enqueue script's reply stands for (see :func:`parse_enqueued`)."""
+    return parse_enqueued(str(call.args[0]), str(call.args[1]), reply)

@@ -24,7 +24,7 @@ def _rate(raw: bytes | None) -> tuple[int, float] | None:
 
 
 class QueueReads:
-    """Depths, totals, the deepest lanes and job rows, for :class:`Queue`."""
+    """Depths, totals, the deepest lanes and job rows, for ``Queue``."""
 
     keys: QueueKeys
     connection: Client
@@ -49,6 +49,7 @@ class QueueReads:
         """The ``top`` deepest lanes from ``offset``, deepest first, read from the
         depth index (two round trips, whatever the number of lanes)."""
         positive_int("top", top, 10_000)
+        positive_int("offset", offset, minimum=0)
         k = self.keys
         ranked: list[tuple[bytes, float]] = self.connection.zrevrange(  # type: ignore[assignment]
             k.depths, offset, offset + top - 1, withscores=True

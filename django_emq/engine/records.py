@@ -1,7 +1,7 @@
 """The typed values the engine takes and answers: a job to enqueue
-(:class:`JobSpec`), a claim to make (:class:`ClaimRequest`), what enqueue and
-claim answer (:class:`Enqueued`, :class:`Claim`), what the observability calls
-answer (:class:`LaneInfo`, :class:`Totals`), and the checks and reply parsing
+(``JobSpec``), a claim to make (``ClaimRequest``), what enqueue and
+claim answer (``Enqueued``, ``Claim``), what the observability calls
+answer (``LaneInfo``, ``Totals``), and the checks and reply parsing
 every queue shares. One definition each: a plain queue and a sharded queue
 both speak in these.
 """
@@ -18,6 +18,7 @@ from typing import Any
 
 from .exceptions import LANE_FULL, JobError, LaneFull, refusal
 from .payload import decode, encode_result, text
+from .rows import worker_ids
 
 #: Largest weight a lane may carry: one turn serves at most this many of its jobs.
 MAX_WEIGHT = 1000
@@ -28,6 +29,14 @@ WORKER_ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
 CLAIM_STRIDE = 11
 #: Most outcomes one ``complete_many`` call records.
 MAX_BATCH = 1000
+#: Longest lease a claim or an extension may ask for (24 hours, in ms): a worker
+#: extends a running job's lease on every beat, so no job needs a longer one.
+MAX_LEASE_MS = 24 * 60 * 60 * 1000
+#: Longest back-off a retry may ask for (one year, in ms).
+MAX_DELAY_MS = 366 * 24 * 60 * 60 * 1000
+#: How many of the latest worker ids and errors a job's row keeps by default
+#: (``EMQ["HISTORY"]``); its ``attempts`` and ``errors_total`` count them all.
+DEFAULT_HISTORY = 10
 
 
 def default_worker_id() -> str:
@@ -77,12 +86,12 @@ class ClaimRequest:
     turns: int = 1
     worker_id: str | None = None
     max_jobs: int | None = None
-    #: Filled in by :meth:`checked`: the worker id recorded on the jobs.
+    #: Filled in by ``checked``: the worker id recorded on the jobs.
     worker: str = field(default="", compare=False)
 
     def checked(self) -> ClaimRequest:
         """This request validated, with its defaults filled in; ``ValueError`` if bad."""
-        positive_int("lease_ms", self.lease_ms)
+        positive_int("lease_ms", self.lease_ms, MAX_LEASE_MS)
         positive_int("turns", self.turns, MAX_WEIGHT)
         limit = (
             self.turns * MAX_WEIGHT
@@ -97,11 +106,13 @@ class ClaimRequest:
 
 @dataclass(frozen=True, slots=True)
 class Enqueued:
-    """What enqueue answers: the job id, its state, and whether it existed already."""
+    """What enqueue answers: the job id, its state, whether it existed already,
+    and the row's enqueue time (the server's clock, epoch ms)."""
 
     job_id: str
     state: str
     duplicate: bool
+    enqueued_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,12 +218,20 @@ def as_int(value: Any, default: int = 0) -> int:
     return default if value is None else int(value)
 
 
-def positive_int(name: str, value: object, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+def positive_int(name: str, value: object, maximum: int | None = None, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, not {value!r}")
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be at most {maximum}, not {value}")
     return value
+
+
+def error_text(error: object) -> str:
+    """An error text as UTF-8 can carry it: a lone surrogate (from a task's
+    message) becomes ``?`` rather than failing the call that records it."""
+    if not isinstance(error, str):
+        raise TypeError(f"an error text is a str, not {type(error).__name__}")
+    return error if error.isascii() else error.encode("utf-8", "replace").decode("utf-8")
 
 
 def run_after_ms(run_after: datetime | None) -> int:
@@ -256,14 +275,15 @@ def encode_outcomes(outcomes: Sequence[tuple[str, int, Any]]) -> list[tuple[str,
 
 
 def parse_enqueued(job_id: str, lane: str, reply: Sequence[Any]) -> Enqueued:
-    """The enqueue script's reply for job ``job_id`` on ``lane``; raises
-    :class:`LaneFull` when the lane held its max depth (nothing was written).
-    A job holding the same unique key answers in its place (``duplicate``)."""
+    """The enqueue script's reply ``{new?, state, enq[, holder]}`` for job
+    ``job_id`` on ``lane``; raises :class:`LaneFull` when the lane held its max
+    depth (``{-4, max}``: nothing was written). A job holding the same unique
+    key answers in its place (``duplicate``, its own id and enqueue time)."""
     code = int(reply[0])
     if code == LANE_FULL:
         raise LaneFull(lane, int(reply[1]))
-    holder = text(reply[2]) if len(reply) > 2 else job_id
-    return Enqueued(holder, text(reply[1]), code == 0)
+    holder = text(reply[3]) if len(reply) > 3 else job_id
+    return Enqueued(holder, text(reply[1]), code == 0, as_int(reply[2]))
 
 
 def parse_claims(flat: Sequence[Any] | None) -> list[Claim]:
@@ -309,7 +329,7 @@ def parse_claim(entry: Sequence[Any]) -> Claim:
         kwargs=kwargs if isinstance(kwargs, dict) else {},
         enqueued_ms=_lenient_int(enqueued),
         deadline_ms=int(deadline),
-        worker_ids=tuple(text(workers).split(",")),
+        worker_ids=tuple(worker_ids(text(workers), int(token))),
         started_ms=_lenient_int(started),
         expiries=int(expiries),
         defect=f"corrupt job row: {'; '.join(problems)}" if problems else None,

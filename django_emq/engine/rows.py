@@ -36,11 +36,32 @@ class Row:
     CLAIMED: Final = "claimed"
     STARTED: Final = "started"
     WORKER: Final = "worker"
+    #: The latest claimers' ids, comma-separated (at most ``Queue.history``;
+    #: ``attempts`` counts every claim).
     WORKERS: Final = "workers"
     FINISHED: Final = "finished"
     RESULT: Final = "result"
     ERROR: Final = "error"
+    #: The latest failures' texts (a JSON array of at most ``Queue.history``).
     ERRORS: Final = "errors"
+    #: How many failures there were in all (``errors`` keeps the latest).
+    ERRORS_TOTAL: Final = "errors_total"
+    #: Opaque JSON the enqueuing layer keeps (django-emq's backend: its alias, ``run_after``).
+    META: Final = "meta"
+
+
+#: Stands for a claimer whose id a row no longer keeps: ``workers`` holds the
+#: latest ``Queue.history`` ids, ``attempts`` counts every claim.
+FORGOTTEN_WORKER: Final = "?"
+
+
+def worker_ids(workers: str, attempts: int) -> list[str]:
+    """One id per claim of a job, oldest first, from its row's ``workers`` and
+    ``attempts``: the claims whose ids the row no longer keeps are
+    :data:`FORGOTTEN_WORKER`, so ``len()`` is the number of claims (Django's
+    ``TaskResult.attempts``)."""
+    kept = [w for w in workers.split(",") if w]
+    return [FORGOTTEN_WORKER] * max(0, attempts - len(kept)) + kept
 
 
 #: Fields of a job row a listing shows.

@@ -27,9 +27,9 @@ from typing import Any
 
 from redis.cluster import ClusterPipeline, RedisCluster
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
-from .exceptions import ScriptError
+from .exceptions import ScriptError, script_error
 
 INCLUDE_RE = re.compile(r'^--\s*@include\s+"([a-z_]+)"\s*$', re.MULTILINE)
 NAME_RE = re.compile(r"([a-z_]+)-(\d+)\.lua")
@@ -93,7 +93,17 @@ class Scripts:
     def __call__(
         self, name: str, keys: Sequence[str], args: Sequence[Any], client: Any = None
     ) -> Any:
-        """Run operation ``name``; ``client`` may be a pipeline to batch calls."""
+        """Run operation ``name``; ``client`` may be a pipeline to batch calls.
+        A key of the wrong type raises :class:`~django_emq.exceptions.CorruptKeyspace`."""
+        try:
+            return self._call(name, keys, args, client)
+        except ResponseError as exc:
+            mapped = script_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    def _call(self, name: str, keys: Sequence[str], args: Sequence[Any], client: Any) -> Any:
         numkeys, script = self._scripts[name]
         if len(keys) != numkeys:
             raise ScriptError(f"{name} takes {numkeys} keys, got {len(keys)}")

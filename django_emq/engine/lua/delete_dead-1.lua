@@ -12,14 +12,17 @@
 
   Returns {deleted, remaining}: remaining is the lane's dead jobs left
   (0 when no lane is given). Ids that are not dead jobs (of the lane) are
-  skipped.
+  skipped. Every key is checked before the first write (check.lua).
 ]]
 -- @include "item_keys"
+-- @include "check"
 -- @include "dead_batch"
 
 local Q = {dead = KEYS[1]}
 local prefix, lane = ARGV[1], ARGV[2]
-local batch = deadBatch(Q, prefix, lane, tonumber(ARGV[3]), {unpack(ARGV, 4)})
+expectType(Q.dead, 'zset')
+local batch, stale = deadBatch(Q, prefix, lane, tonumber(ARGV[3]), {unpack(ARGV, 4)})
+dropStale(Q, prefix, lane, stale)
 for _, job in ipairs(batch) do
   redis.call('ZREM', Q.dead, job[1])
   redis.call('ZREM', laneDeadKey(prefix, job[3]), job[1])

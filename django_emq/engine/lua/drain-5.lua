@@ -18,13 +18,16 @@
   Returns {deleted, remaining}.
 ]]
 -- @include "item_keys"
+-- @include "check"
 -- @include "pending"
 -- @include "policies"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], depths = KEYS[3], stats = KEYS[4]}
 local prefix, lane, pendingKey = ARGV[1], ARGV[2], KEYS[5]
-local popped = redis.call('ZPOPMIN', pendingKey, tonumber(ARGV[3]))
+checkQ(Q)
+expectType(pendingKey, 'zset')
 local uniques = anyUnique(prefix)
+local popped = redis.call('ZPOPMIN', pendingKey, tonumber(ARGV[3]))
 for i = 1, #popped, 2 do
   if uniques then releaseUnique(prefix, jobKey(prefix, popped[i]), popped[i]) end
   redis.call('DEL', jobKey(prefix, popped[i]))

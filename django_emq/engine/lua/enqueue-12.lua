@@ -28,12 +28,16 @@
   ARGV[11] unique        the job's unique key on its lane; '' for none
   derived: <prefix>maxdepth, <prefix>unique (hashes, see includes/policies.lua)
 
-  Returns {1, state} when enqueued (state 'pending' or 'scheduled'),
-          {0, state} when the id exists already (nothing changed),
-          {0, state, id} when job `id` holds the unique key (nothing changed),
-          {-4, max} when the lane holds its max depth already (nothing changed).
+  Returns {1, state, enq} when enqueued (state 'pending' or 'scheduled'),
+          {0, state, enq} when the id exists already (nothing changed),
+          {0, state, enq, id} when job `id` holds the unique key (nothing
+          changed), {-4, max} when the lane holds its max depth already
+          (nothing changed); enq is the row's enqueue time (server clock,
+          epoch ms), so the caller's result carries the time a read-back shows.
 ]]
 -- @include "now_ms"
+-- @include "check"
+-- @include "counter"
 -- @include "pending"
 -- @include "ring"
 -- @include "policies"
@@ -44,34 +48,48 @@ local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4
 local jk, pendingKey = KEYS[11], KEYS[12]
 local id, lane = ARGV[1], ARGV[2]
 
-local existing = redis.call('HGET', jk, 'state')
-if existing then return {0, existing} end
+-- Read and check first: nothing is written until every key this call writes
+-- is known to hold its type.
+local existing = guard(jk, 'HGET', jk, 'state')
+if existing then return {0, existing, tonumber(redis.call('HGET', jk, 'enq')) or 0} end
 local prefix, unique = ARGV[9], ARGV[11]
 if unique ~= '' then
-  local holder = uniqueHolder(prefix, lane, unique)
-  if holder then return {0, redis.call('HGET', jobKey(prefix, holder), 'state'), holder} end
+  local holder, holderKey = uniqueHolder(prefix, lane, unique)
+  if holder then
+    local row = redis.call('HMGET', holderKey, 'state', 'enq')
+    return {0, row[1], tonumber(row[2]) or 0, holder}
+  end
 end
 local full = laneFull(prefix, lane, pendingKey, ARGV[10])
 if full then return {-4, full} end
 
 local now = nowMs()
-local seq = redis.call('INCR', KEYS[9])
 local due = tonumber(ARGV[7])
 local state = 'pending'
 if due > now then state = 'scheduled' end
+local joins = false
+if state == 'scheduled' then
+  checkQ(Q, {'schedule', 'stats'})
+else
+  checkQ(Q, {'depths', 'stats'})
+  expectType(pendingKey, 'zset')
+  joins = willJoin(Q, lane, pendingKey, 1, 0)
+  if joins then checkQ(Q, {'ring', 'wake'}) end
+end
+local seq = guard(KEYS[9], 'INCR', KEYS[9])  -- the first write: it fails alone
 
 redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
   'task', ARGV[3], 'args', ARGV[4], 'kwargs', ARGV[5], 'max', ARGV[6],
   'seq', seq, 'enq', now, 'meta', ARGV[8])
-redis.call('HINCRBY', Q.stats, 'enqueued', 1)
+addCount(Q.stats, 'enqueued', 1, 1)
 if unique ~= '' then holdUnique(prefix, lane, unique, id, jk) end
 
 if state == 'scheduled' then
   redis.call('HSET', jk, 'due', due)
   redis.call('ZADD', Q.schedule, due, id)
-  return {1, state}
+  return {1, state, now}
 end
 
 addPending(Q, lane, pendingKey, id, seq)
-joinRing(Q, lane, pendingKey)
-return {1, state}
+if joins then enterRing(Q, lane) end
+return {1, state, now}

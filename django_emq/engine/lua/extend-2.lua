@@ -11,10 +11,12 @@
   Returns the new deadline (ms), or -1 (no such job) / -2 (stale token).
 ]]
 -- @include "now_ms"
+-- @include "check"
 -- @include "fence"
 
 local lane = fence(KEYS[2], ARGV[2])
 if type(lane) == 'number' then return lane end
+expectType(KEYS[1], 'zset')
 local deadline = nowMs() + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[1], 'XX', deadline, ARGV[1])
 return deadline

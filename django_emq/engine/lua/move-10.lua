@@ -24,6 +24,7 @@
   -1 (no such job) or -3 (the job is not pending or scheduled).
 ]]
 -- @include "item_keys"
+-- @include "check"
 -- @include "pending"
 -- @include "ring"
 -- @include "policies"
@@ -31,19 +32,23 @@
 local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4],
   inflight = KEYS[5], depths = KEYS[6], stats = KEYS[7], wake = KEYS[8]}
 local jk, toKey, prefix, id, to = KEYS[9], KEYS[10], ARGV[1], ARGV[2], ARGV[3]
-local row = redis.call('HMGET', jk, 'state', 'group', 'seq')
+local row = guard(jk, 'HMGET', jk, 'state', 'group', 'seq')
 if not row[1] then return -1 end
 if row[1] ~= 'pending' and row[1] ~= 'scheduled' then return -3 end
 local from = row[2]
 if from == to then return 0 end
-releaseUnique(prefix, jk, id)
+checkQ(Q)
+expectType(toKey, 'zset')
+if from then expectType(laneKey(prefix, from), 'zset') end
+local uniques = anyUnique(prefix)
+local seq = tonumber(row[3]) or 0
+if uniques then releaseUnique(prefix, jk, id) end
 redis.call('HSET', jk, 'group', to)
 if row[1] == 'pending' then
   local fromKey = laneKey(prefix, from)
-  redis.call('ZREM', fromKey, id)
-  removedPending(Q, from, 1)
+  if redis.call('ZREM', fromKey, id) == 1 then removedPending(Q, from, 1) end
   refreshRing(Q, from, fromKey)
-  addPending(Q, to, toKey, id, row[3])
+  addPending(Q, to, toKey, id, seq)
   joinRing(Q, to, toKey)
 end
 return 1

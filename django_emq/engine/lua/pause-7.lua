@@ -17,11 +17,14 @@
 
   Returns 1 when the paused flag changed, 0 when it already had that value.
 ]]
+-- @include "check"
 -- @include "ring"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4],
   inflight = KEYS[5], wake = KEYS[6]}
 local lane = ARGV[1]
+checkQ(Q)
+expectType(KEYS[7], 'zset')
 local changed
 if ARGV[2] == '1' then
   changed = redis.call('SADD', Q.paused, lane)

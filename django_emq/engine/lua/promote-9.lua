@@ -18,12 +18,16 @@
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  limit     at most this many jobs per call
 
+  Every key, the due jobs' rows and their lanes included, is checked before
+  the first write (check.lua).
+
   Returns {promoted, next_due_ms, lanes} where next_due_ms is the due time of
   the earliest job still scheduled or throttled lane (-1 when there is none)
   and lanes the number of throttled lanes that were due.
 ]]
 -- @include "now_ms"
 -- @include "item_keys"
+-- @include "check"
 -- @include "pending"
 -- @include "ring"
 -- @include "rate"
@@ -32,14 +36,28 @@ local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
   wake = KEYS[9]}
 local prefix = ARGV[1]
+
+-- reads and checks: the due jobs, their rows, their lanes
+checkQ(Q)
 local now = nowMs()
-local lanesDue = unthrottleDue(Q, prefix, now, tonumber(ARGV[2]))
-if lanesDue > 0 then wake(Q, lanesDue) end
+local lanesDue = dueLanes(prefix, now, tonumber(ARGV[2]))
 local due = redis.call('ZRANGEBYSCORE', Q.schedule, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local jobs, checked = {}, {}
 for _, id in ipairs(due) do
-  redis.call('ZREM', Q.schedule, id)
   local jk = jobKey(prefix, id)
-  local row = redis.call('HMGET', jk, 'group', 'seq')
+  local row = guard(jk, 'HMGET', jk, 'group', 'seq')
+  if row[1] and not checked[row[1]] then
+    expectType(laneKey(prefix, row[1]), 'zset')
+    checked[row[1]] = true
+  end
+  jobs[#jobs + 1] = {id, jk, row}
+end
+
+-- writes
+if #lanesDue > 0 then wake(Q, unthrottle(Q, prefix, lanesDue)) end
+for _, job in ipairs(jobs) do
+  local id, jk, row = job[1], job[2], job[3]
+  redis.call('ZREM', Q.schedule, id)
   if row[1] then
     local pendingKey = laneKey(prefix, row[1])
     -- A row that lost its seq (edited by hand) goes to the head of its lane
@@ -58,4 +76,4 @@ local nextLane = redis.call('ZRANGE', prefix .. 'throttled', 0, 0, 'WITHSCORES')
 if #nextLane > 0 and (nextMs < 0 or tonumber(nextLane[2]) < nextMs) then
   nextMs = tonumber(nextLane[2])
 end
-return {#due, nextMs, lanesDue}
+return {#due, nextMs, #lanesDue}

@@ -25,11 +25,18 @@
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  limit     at most this many jobs per call
   ARGV[3]  max_expiries  a job whose lease expired this many times is dead
+  ARGV[4]  keep      how many of the latest errors a dead job's row keeps
+
+  Every key, the expired jobs' rows and their lanes' keys included, is
+  checked before the first write (check.lua).
 
   Returns the ids of the jobs whose lease expired (returned to their lanes,
   or dead).
 ]]
 -- @include "now_ms"
+-- @include "check"
+-- @include "counter"
+-- @include "errors"
 -- @include "return_to_lane"
 -- @include "policies"
 
@@ -38,43 +45,57 @@ local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   wake = KEYS[9], dead = KEYS[10]}
 local prefix = ARGV[1]
 local maxExpiries = tonumber(ARGV[3])
+local keep = tonumber(ARGV[4])
 local now = nowMs()
 
--- bury(id, jk, lane, expiries, worker): the job is dead with a LeaseExpired error.
-local function bury(id, jk, lane, expiries, worker)
+-- reads and checks: the expired leases, their rows, their lanes' keys
+checkQ(Q)
+local uniques = anyUnique(prefix)
+local expired = redis.call('ZRANGEBYSCORE', Q.active, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local jobs, checked = {}, {}
+for _, id in ipairs(expired) do
+  local jk = jobKey(prefix, id)
+  local row = guard(jk, 'HMGET', jk, 'group', 'worker', 'expiries', 'errors', 'errors_total', 'seq')
+  if row[1] and not checked[row[1]] then
+    checkLane(prefix, row[1])
+    checked[row[1]] = true
+  end
+  jobs[#jobs + 1] = {id, jk, row}
+end
+
+-- bury(id, jk, lane, expiries, row): the job is dead with a LeaseExpired error.
+local function bury(id, jk, lane, expiries, row)
   leaveActive(Q, prefix, id, lane)
-  releaseUnique(prefix, jk, id)
+  if uniques then releaseUnique(prefix, jk, id) end
   local error = cjson.encode({
     exception_class_path = 'django_emq.exceptions.LeaseExpired',
     traceback = 'the lease expired ' .. expiries .. ' times (EMQ MAX_EXPIRIES): the worker '
-      .. 'running it died or froze every time (last: ' .. (worker or '?') .. ')'})
-  local ok, errors = pcall(cjson.decode, redis.call('HGET', jk, 'errors') or '[]')
-  if not ok or type(errors) ~= 'table' then errors = {} end
-  errors[#errors + 1] = error
-  redis.call('HSET', jk, 'state', 'dead', 'error', error, 'errors', cjson.encode(errors),
-    'finished', now)
+      .. 'running it died or froze every time (last: ' .. (row[2] or '?') .. ')'})
+  local errors, total = withError(row[4], row[5], error, keep)
+  redis.call('HSET', jk, 'state', 'dead', 'error', error, 'errors', errors,
+    'errors_total', total, 'finished', now, 'expiries', expiries)
   redis.call('ZADD', Q.dead, now, id)
   redis.call('ZADD', laneDeadKey(prefix, lane), now, id)
-  redis.call('HINCRBY', Q.stats, 'dead', 1)
+  addCount(Q.stats, 'dead', 1, 1)
   joinRing(Q, lane, laneKey(prefix, lane))  -- its in-flight slot is free
 end
 
-local expired = redis.call('ZRANGEBYSCORE', Q.active, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
-for _, id in ipairs(expired) do
-  local jk = jobKey(prefix, id)
-  local row = redis.call('HMGET', jk, 'group', 'worker')
+-- writes
+for _, job in ipairs(jobs) do
+  local id, jk, row = job[1], job[2], job[3]
   local lane = row[1]
   if lane then
-    local expiries = redis.call('HINCRBY', jk, 'expiries', 1)
+    local expiries = (tonumber(row[3]) or 0) + 1
     if expiries >= maxExpiries then
-      bury(id, jk, lane, expiries, row[2])
+      bury(id, jk, lane, expiries, row)
     else
-      returnToLane(Q, prefix, id, lane, jk)
+      redis.call('HSET', jk, 'expiries', expiries)
+      returnToLane(Q, prefix, id, lane, jk, row[6])
     end
   else
     -- The row is gone (deleted by hand): nothing to return; forget the lease.
     redis.call('ZREM', Q.active, id)
   end
 end
-if #expired > 0 then redis.call('HINCRBY', Q.stats, 'reaped', #expired) end
+if #expired > 0 then addCount(Q.stats, 'reaped', #expired, #expired) end
 return expired

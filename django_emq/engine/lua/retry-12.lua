@@ -26,15 +26,20 @@
   ARGV[4]  error     the error text (message and traceback) to keep
   ARGV[5]  delay_ms  back-off before the job is due again
   ARGV[6]  mode      'retry' (dead only when out of attempts) or 'dead' (dead now)
+  ARGV[7]  keep      how many of the latest errors the row keeps
 
   The error is kept as `error` (the latest) and appended to `errors`, a JSON
-  array of every failure's text.
+  array of the latest `keep` failures' texts; `errors_total` counts them all.
+  Every key is checked before the first write (check.lua).
 
   Returns {1, state} with state 'pending', 'scheduled' or 'dead',
   or -1 (no such job) / -2 (stale token); nothing changes then.
 ]]
 -- @include "now_ms"
 -- @include "item_keys"
+-- @include "check"
+-- @include "counter"
+-- @include "errors"
 -- @include "fence"
 -- @include "inflight"
 -- @include "pending"
@@ -47,37 +52,40 @@ local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], schedule = KEYS[4
 local jk, prefix, id = KEYS[12], ARGV[1], ARGV[2]
 local lane = fence(jk, ARGV[3])
 if type(lane) == 'number' then return lane end
-
-local now = nowMs()
-leaveActive(Q, prefix, id, lane)
-local fails = redis.call('HINCRBY', jk, 'fails', 1)
-local max = tonumber(redis.call('HGET', jk, 'max') or '1')
+-- reads and checks
+checkQ(Q)
+checkLane(prefix, lane)
+local uniques = anyUnique(prefix)
+local row = redis.call('HMGET', jk, 'fails', 'max', 'errors', 'errors_total', 'seq')
+local fails = (tonumber(row[1]) or 0) + 1
+local max = tonumber(row[2]) or 1
+local errors, total = withError(row[3], row[4], ARGV[4], tonumber(ARGV[7]))
 local pendingKey = laneKey(prefix, lane)
--- A list that does not decode (a row edited by hand) starts over: the script
--- must not fail halfway, after the job has left the active set.
-local ok, errors = pcall(cjson.decode, redis.call('HGET', jk, 'errors') or '[]')
-if not ok or type(errors) ~= 'table' then errors = {} end
-errors[#errors + 1] = ARGV[4]
-redis.call('HSET', jk, 'errors', cjson.encode(errors))
+local now = nowMs()
+
+-- writes
+leaveActive(Q, prefix, id, lane)
+redis.call('HSET', jk, 'fails', fails, 'errors', errors, 'errors_total', total,
+  'error', ARGV[4])
 local state
 if ARGV[6] == 'dead' or fails >= max then
   state = 'dead'
-  releaseUnique(prefix, jk, id)
-  redis.call('HSET', jk, 'state', state, 'error', ARGV[4], 'finished', now)
+  if uniques then releaseUnique(prefix, jk, id) end
+  redis.call('HSET', jk, 'state', state, 'finished', now)
   redis.call('ZADD', Q.dead, now, id)
   redis.call('ZADD', laneDeadKey(prefix, lane), now, id)
-  redis.call('HINCRBY', Q.stats, 'dead', 1)
+  addCount(Q.stats, 'dead', 1, 1)
 else
   local delay = tonumber(ARGV[5])
-  redis.call('HINCRBY', Q.stats, 'retried', 1)
+  addCount(Q.stats, 'retried', 1, 1)
   if delay > 0 then
     state = 'scheduled'
-    redis.call('HSET', jk, 'state', state, 'error', ARGV[4], 'due', now + delay)
+    redis.call('HSET', jk, 'state', state, 'due', now + delay)
     redis.call('ZADD', Q.schedule, now + delay, id)
   else
     state = 'pending'
-    redis.call('HSET', jk, 'state', state, 'error', ARGV[4])
-    addPending(Q, lane, pendingKey, id, redis.call('HGET', jk, 'seq'))
+    redis.call('HSET', jk, 'state', state)
+    addPending(Q, lane, pendingKey, id, tonumber(row[5]) or 0)
   end
 end
 joinRing(Q, lane, pendingKey)

@@ -24,9 +24,11 @@
 
   Returns {retried, remaining}: remaining is the lane's dead jobs left
   (0 when no lane is given). Ids that are not dead jobs (of the lane) are
-  skipped.
+  skipped. Every key is checked before the first write (check.lua).
 ]]
 -- @include "item_keys"
+-- @include "check"
+-- @include "counter"
 -- @include "dead_batch"
 -- @include "pending"
 -- @include "ring"
@@ -35,7 +37,9 @@ local Q = {ring = KEYS[1], onring = KEYS[2], dead = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
   wake = KEYS[9]}
 local prefix, lane = ARGV[1], ARGV[2]
-local batch = deadBatch(Q, prefix, lane, tonumber(ARGV[3]), {unpack(ARGV, 4)})
+checkQ(Q)
+local batch, stale = deadBatch(Q, prefix, lane, tonumber(ARGV[3]), {unpack(ARGV, 4)})
+dropStale(Q, prefix, lane, stale)
 for _, job in ipairs(batch) do
   local id, jk, group, seq = job[1], job[2], job[3], job[4]
   local pendingKey = laneKey(prefix, group)
@@ -46,7 +50,7 @@ for _, job in ipairs(batch) do
   addPending(Q, group, pendingKey, id, seq)
   joinRing(Q, group, pendingKey)
 end
-if #batch > 0 then redis.call('HINCRBY', Q.stats, 'revived', #batch) end
+if #batch > 0 then addCount(Q.stats, 'revived', #batch, #batch) end
 local remaining = 0
 if lane ~= '' then remaining = redis.call('ZCARD', laneDeadKey(prefix, lane)) end
 return {#batch, remaining}

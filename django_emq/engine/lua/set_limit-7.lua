@@ -16,11 +16,14 @@
 
   Returns 1.
 ]]
+-- @include "check"
 -- @include "ring"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4],
   inflight = KEYS[5], wake = KEYS[6]}
 local lane = ARGV[1]
+checkQ(Q)
+expectType(KEYS[7], 'zset')
 if ARGV[2] == '' then
   redis.call('HDEL', Q.ceilings, lane)
 else

@@ -8,8 +8,11 @@
   ARGV[2]  max_depth a positive integer, or '' to remove the lane's own
                      (the queue's default applies again, if it has one)
 
-  Returns 1.
+  Returns 1, or fails with EMQCORRUPT (nothing written) when the hash is no hash.
 ]]
+-- @include "check"
+
+expectType(KEYS[1], 'hash')
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[1], ARGV[1])
 else

@@ -4,7 +4,8 @@
   recent starts that fall in the new window (the newest `count` of them): a
   lane whose new window is full already is throttled until its next slot.
   Removing it forgets them and frees the lane. Its ring membership follows.
-  Lane control: may LREM the ring.
+  Lane control: may LREM the ring. Every key is checked before the first
+  write (check.lua).
 
   KEYS[1]  ring      list   serviceable lanes in rotation order
   KEYS[2]  onring    set    lanes on the ring
@@ -24,11 +25,17 @@
   Returns 1.
 ]]
 -- @include "now_ms"
+-- @include "check"
 -- @include "ring"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4],
   inflight = KEYS[5], wake = KEYS[6]}
 local lane, startsKey = ARGV[1], KEYS[10]
+checkQ(Q)
+expectType(KEYS[7], 'zset')
+expectType(KEYS[8], 'hash')
+expectType(KEYS[9], 'zset')
+expectType(startsKey, 'list')
 redis.call('ZREM', KEYS[9], lane)
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[8], lane)

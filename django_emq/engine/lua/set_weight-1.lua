@@ -9,6 +9,10 @@
 
   Returns 1.
 ]]
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t ~= 'hash' and t ~= 'none' then
+  error({err = 'EMQCORRUPT ' .. KEYS[1] .. ' is a ' .. t .. ', not a hash'})
+end
 if ARGV[2] == '1' then
   redis.call('HDEL', KEYS[1], ARGV[1])
 else

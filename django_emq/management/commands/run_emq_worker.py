@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from argparse import ArgumentParser, ArgumentTypeError
 from pathlib import Path
@@ -11,9 +12,11 @@ from typing import Any
 import redis
 from django.core.management.base import BaseCommand, CommandError
 from django.tasks import task_backends
+from django.tasks.exceptions import InvalidTaskBackend
 from django.utils import autoreload
 
 from django_emq.backend import FairLanesBackend
+from django_emq.engine.records import WORKER_ID_RE
 from django_emq.worker import Worker, WorkerOptions
 
 LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
@@ -31,9 +34,34 @@ def positive_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise ArgumentTypeError(f"must be > 0, not {value}")
+    if not 0 < value < math.inf:
+        raise ArgumentTypeError(f"must be a finite number > 0, not {text}")
     return value
+
+
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < math.inf:
+        raise ArgumentTypeError(f"must be a finite number >= 0, not {text}")
+    return value
+
+
+#: Longest worker id: it is kept on every job the worker claims.
+MAX_WORKER_ID = 64
+
+
+def worker_id(text: str) -> str:
+    """A worker id: 1 to 64 of ``A-Z a-z 0-9 _ . : @ -`` (no comma: a job keeps
+    its workers' ids comma-separated)."""
+    if not text:
+        raise ArgumentTypeError("must not be empty")
+    if len(text) > MAX_WORKER_ID:
+        raise ArgumentTypeError(f"must be at most {MAX_WORKER_ID} characters, not {len(text)}")
+    if not WORKER_ID_RE.fullmatch(text):
+        raise ArgumentTypeError(
+            f"must be made of A-Z a-z 0-9 _ . : @ - (no comma, no space), not {text!r}"
+        )
+    return text
 
 
 class Command(BaseCommand):
@@ -78,10 +106,12 @@ class Command(BaseCommand):
             default=None,
             help="most jobs a job thread claims at once (default EMQ['PREFETCH'])",
         )
-        parser.add_argument("--worker-id", default=None, help="default: host:pid")
+        parser.add_argument(
+            "--worker-id", type=worker_id, default=None, help="default: host:pid (at most 64)"
+        )
         parser.add_argument(
             "--grace",
-            type=float,
+            type=non_negative_float,
             default=None,
             help="seconds running jobs get to finish on SIGTERM (default EMQ['SHUTDOWN_GRACE'])",
         )
@@ -100,11 +130,19 @@ class Command(BaseCommand):
             level=LEVELS.get(options["verbosity"], logging.INFO),
             format="%(asctime)s %(levelname)s %(name)s %(message)s",
         )
-        backend = task_backends[options["backend"]]
+        try:
+            backend = task_backends[options["backend"]]
+        except InvalidTaskBackend as exc:  # "The connection 'x' doesn't exist."
+            raise CommandError(f"--backend: {exc}") from None
         if not isinstance(backend, FairLanesBackend):
             raise CommandError(
                 f"TASKS[{options['backend']!r}] is {type(backend).__name__}, not "
                 "django_emq.backend.FairLanesBackend"
+            )
+        if not backend.queues:
+            raise CommandError(
+                f"TASKS[{options['backend']!r}]['QUEUES'] is empty: list the queues to serve "
+                "(system check emq.E007)"
             )
         worker_options = WorkerOptions(
             queues=options["queues"],

@@ -1,10 +1,12 @@
+-- @include "counter"
+
 -- addPending(Q, lane, pendingKey, id, score) / removedPending(Q, lane, n):
 -- keep the depth index and the queue's pending total in step with the lanes.
 -- Q needs .depths, .stats.
 local function addPending(Q, lane, pendingKey, id, score)
   redis.call('ZADD', pendingKey, score, id)
   redis.call('ZINCRBY', Q.depths, 1, lane)
-  redis.call('HINCRBY', Q.stats, 'pending', 1)
+  addCount(Q.stats, 'pending', 1, 0)
 end
 
 local function removedPending(Q, lane, n)
@@ -12,5 +14,5 @@ local function removedPending(Q, lane, n)
   if tonumber(redis.call('ZINCRBY', Q.depths, -n, lane)) <= 0 then
     redis.call('ZREM', Q.depths, lane)
   end
-  redis.call('HINCRBY', Q.stats, 'pending', -n)
+  addCount(Q.stats, 'pending', -n, 0)
 end

@@ -1,3 +1,4 @@
+-- @include "check"
 -- @include "serviceable"
 
 -- Rate limits: at most `count` jobs of a lane started in any `per` ms (a
@@ -5,12 +6,23 @@
 -- derived: <prefix>rates (hash: lane -> '<count>:<per_ms>'), <prefix>throttled
 --          (zset: lane -> when its next start is allowed, ms) and
 --          <prefix>g:<lane>:starts (list: the start times, ms, of the lane's
---          latest jobs, oldest first, at most `count` of them).
+--          latest jobs, oldest first, at most `count` of them; it expires one
+--          window after its newest start).
 -- A lane whose log is full leaves the ring and waits in `throttled`; promote
 -- (and a claim passing by) puts it back when its slot is due.
 
 local function startsKey(prefix, lane)
   return prefix .. 'g:' .. lane .. ':starts'
+end
+
+-- rated(prefix, default): whether any lane of the queue may be rate-limited
+-- (the queue has a default, or some lane its own). Checks the types of the
+-- queue-wide rate keys (reads only).
+local function rated(prefix, default)
+  local own = guard(prefix .. 'rates', 'HLEN', prefix .. 'rates') > 0
+  if not own and default == '' then return false end
+  expectType(prefix .. 'throttled', 'zset')
+  return true
 end
 
 -- laneRate(prefix, lane, default): count, per_ms of the lane's limit (its own,
@@ -24,10 +36,12 @@ end
 
 -- rateRoom(prefix, lane, now, count, per): how many more jobs the lane may
 -- start now. Starts that left the window are dropped on the way (each entry
--- is pushed once and dropped once: O(1) per job).
+-- is pushed once and dropped once: O(1) per job). Returns nil and
+-- {key, error} when the lane's log holds the wrong type (nothing written).
 local function rateRoom(prefix, lane, now, count, per)
   local key = startsKey(prefix, lane)
-  local oldest = redis.call('LINDEX', key, 0)
+  local oldest = redis.pcall('LINDEX', key, 0)
+  if type(oldest) == 'table' and oldest.err then return nil, {key, oldest.err} end
   while oldest and tonumber(oldest) <= now - per do
     redis.call('LPOP', key)
     oldest = redis.call('LINDEX', key, 0)
@@ -53,19 +67,29 @@ local function rateTaken(prefix, lane, now, count, per, n)
   return true
 end
 
--- unthrottleDue(Q, prefix, now, limit): lanes whose slot is due leave
--- `throttled` and rejoin the ring when serviceable (at most `limit` of them).
--- Returns how many lanes were due. Q needs .ring, .onring, .paused,
--- .ceilings, .inflight.
-local function unthrottleDue(Q, prefix, now, limit)
-  local due = redis.call('ZRANGEBYSCORE', prefix .. 'throttled', '-inf', now, 'LIMIT', 0, limit)
-  for _, lane in ipairs(due) do
+-- dueLanes(prefix, now, limit): the throttled lanes whose slot is due (at
+-- most `limit`), each lane's pending set checked to be a sorted set. Reads
+-- only: unthrottle() writes.
+local function dueLanes(prefix, now, limit)
+  local due = guard(prefix .. 'throttled', 'ZRANGEBYSCORE', prefix .. 'throttled', '-inf', now,
+    'LIMIT', 0, limit)
+  for _, lane in ipairs(due) do expectType(laneKey(prefix, lane), 'zset') end
+  return due
+end
+
+-- unthrottle(Q, prefix, lanes): the lanes leave `throttled` and rejoin the
+-- ring when serviceable. Returns how many rejoined. Q needs .ring, .onring,
+-- .paused, .ceilings, .inflight.
+local function unthrottle(Q, prefix, lanes)
+  local joined = 0
+  for _, lane in ipairs(lanes) do
     redis.call('ZREM', prefix .. 'throttled', lane)
-    local pendingKey = prefix .. 'g:' .. lane .. ':pending'
-    if redis.call('SISMEMBER', Q.onring, lane) == 0 and serviceable(Q, lane, pendingKey) then
+    if redis.call('SISMEMBER', Q.onring, lane) == 0
+        and serviceable(Q, lane, laneKey(prefix, lane)) then
       redis.call('SADD', Q.onring, lane)
       redis.call('RPUSH', Q.ring, lane)
+      joined = joined + 1
     end
   end
-  return #due
+  return joined
 end

@@ -1,3 +1,4 @@
+-- @include "check"
 -- @include "serviceable"
 -- @include "wake"
 
@@ -12,6 +13,39 @@ local function joinRing(Q, lane, pendingKey)
   redis.call('RPUSH', Q.ring, lane)
   wake(Q, 1)
   return true
+end
+
+-- willJoin(Q, lane, pendingKey, depth, inflightDrop): for the hot paths, which
+-- read first and write last: whether the lane must join the ring once the
+-- script's writes are done. Reads only, each the first touch of its key
+-- (guarded: a key of the wrong type aborts the script before any write).
+-- depth is the lane's depth after the writes (nil: read it); inflightDrop how
+-- many of its in-flight jobs the writes finish. The caller then checks
+-- .ring and .wake and calls enterRing.
+-- Q needs .onring, .paused, .ceilings, .inflight; pendingKey locates the
+-- queue's throttled set (derived: <prefix>throttled).
+local function willJoin(Q, lane, pendingKey, depth, inflightDrop)
+  if guard(Q.onring, 'SISMEMBER', Q.onring, lane) == 1 then return false end
+  if depth == nil then depth = guard(pendingKey, 'ZCARD', pendingKey) end
+  if depth <= 0 then return false end
+  if guard(Q.paused, 'SISMEMBER', Q.paused, lane) == 1 then return false end
+  local ceiling = tonumber(guard(Q.ceilings, 'HGET', Q.ceilings, lane))
+  if ceiling then
+    local inflight = tonumber(guard(Q.inflight, 'HGET', Q.inflight, lane)) or 0
+    if inflight - inflightDrop >= ceiling then return false end
+  end
+  -- a rate-limited lane waiting for its next slot (includes/rate.lua)
+  local throttled = string.sub(pendingKey, 1, -(#lane + 11)) .. 'throttled'
+  if guard(throttled, 'ZSCORE', throttled, lane) then return false end
+  return true
+end
+
+-- enterRing(Q, lane): the lane joins the ring's tail (willJoin said so) and one
+-- parked worker is woken. Q needs .ring, .onring, .wake.
+local function enterRing(Q, lane)
+  redis.call('SADD', Q.onring, lane)
+  redis.call('RPUSH', Q.ring, lane)
+  wake(Q, 1)
 end
 
 -- refreshRing(Q, lane, pendingKey): make the lane's ring membership match its

@@ -1,0 +1,391 @@
+"""The keyspace doctor: audit one queue's keys against the engine's invariants,
+and mend what is wrong in small atomic steps that live workers tolerate.
+
+The audit walks the keyspace with ``SCAN`` (and each set with ``ZSCAN``,
+``SSCAN``, ``HSCAN``) in batches, so its memory is bounded by the batch, not
+by the queue, and no command it sends costs more than O(batch): it is safe on
+a live queue of millions of jobs. Each batch is checked by a read-only script
+(``lua/audit_*.lua``), atomically, so a job or a lane moving meanwhile is
+never taken for damage. It checks that every job sits in exactly the places
+its row's state names, that every set member has a row that puts it there,
+that the depth index and the in-flight counts equal the lanes' real sizes,
+that the ring holds exactly the serviceable lanes, once each, that the
+pending total equals the lanes' depths, and that every key is one the engine
+writes, of the type it writes.
+
+The repair (``lua/mend_*.lua``) deletes keys of the wrong type, puts each job
+where its row says (a claimed job without a lease goes back to the head of
+its lane), recounts each lane, rebuilds the ring when it disagrees with its
+set, and recounts the pending total. Then it audits again.
+
+Imports redis, never Django: ``manage.py emq_doctor`` is a thin shell over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+from . import calls
+from .exceptions import CorruptKeyspace
+from .ids import is_lane, validate_job_id
+from .keys import QueueKeys
+from .payload import text
+from .queue import Queue
+
+#: Redis type of each fixed key of a queue (``QueueKeys`` attribute -> type).
+FIXED_KEY_TYPES: dict[str, str] = {
+    "ring": "list",
+    "on_ring": "set",
+    "active": "zset",
+    "schedule": "zset",
+    "dead": "zset",
+    "paused": "set",
+    "ceilings": "hash",
+    "weights": "hash",
+    "inflight": "hash",
+    "depths": "zset",
+    "stats": "hash",
+    "seq": "string",
+    "wake": "list",
+    "workers": "hash",
+    # lane policies (engine/policies.py)
+    "max_depths": "hash",
+    "unique": "hash",
+    "rates": "hash",
+    "throttled": "zset",
+}
+
+#: Where a job of each state must be: ``lane`` (its lane's pending set), one of
+#: the queue-wide sorted sets, or nowhere (``None``).
+PLACE_OF_STATE: dict[str, str | None] = {
+    "pending": "lane",
+    "active": "active",
+    "scheduled": "schedule",
+    "dead": "dead",
+    "done": None,
+}
+
+#: A lane's sets, by key suffix: the state their members' rows must have.
+LANE_SETS: dict[str, str] = {"pending": "pending", "active": "active", "dead": "dead"}
+#: A lane's other keys, by key suffix: their type (a rate-limited lane's start log).
+LANE_LOGS: dict[str, str] = {"starts": "list"}
+#: The queue-wide sets of job ids: the state their members' rows must have.
+QUEUE_SETS: dict[str, str] = {"active": "active", "schedule": "scheduled", "dead": "dead"}
+#: Rings and depth indexes up to this length are read whole (in one atomic step).
+RING_LIMIT = 10_000
+#: Findings a report keeps to show (all are counted).
+KEPT = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing wrong: ``what`` kind of damage, the key, job or lane it is
+    about (``subject``), and what was seen."""
+
+    what: str
+    subject: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.what}: {self.subject}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass
+class Report:
+    """What one pass found (the first :data:`KEPT` findings, and how many in all)."""
+
+    queue: str
+    keys: int = 0
+    jobs: int = 0
+    lanes: int = 0
+    problems: int = 0
+    mended: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    _seen: set[Finding] = field(default_factory=set, repr=False)
+
+    @property
+    def clean(self) -> bool:
+        return self.problems == 0
+
+    def add(self, finding: Finding) -> None:
+        """Count ``finding``, once: a lane is checked from each key that names it."""
+        if finding in self._seen:
+            return
+        self.problems += 1
+        if len(self.findings) < KEPT:
+            self.findings.append(finding)
+            self._seen.add(finding)
+
+
+def _batches[T](items: Iterable[T], size: int) -> Iterator[list[T]]:
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
+
+
+def _glob_escape(value: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in value)
+
+
+def expected_type(keys: QueueKeys, key: str) -> str | None:
+    """The type ``key`` must have, or ``None`` when it is no key of the queue's."""
+    fixed = {getattr(keys, attr): kind for attr, kind in FIXED_KEY_TYPES.items()}
+    if key in fixed:
+        return fixed[key]
+    rest = key.removeprefix(keys.prefix)
+    if rest == key:
+        return None
+    if rest.startswith("g:"):
+        lane, _, suffix = rest[2:].rpartition(":")
+        if not is_lane(lane):
+            return None
+        return "zset" if suffix in LANE_SETS else LANE_LOGS.get(suffix)
+    if rest.startswith("job:"):
+        try:
+            validate_job_id(rest[4:])
+        except ValueError:
+            return None
+        return "hash"
+    return None
+
+
+class Doctor:
+    """Audits (and with ``repair=True`` mends) one queue; ``progress`` is called
+    with the report after each batch of keys."""
+
+    def __init__(
+        self,
+        queue: Queue,
+        *,
+        batch: int = 500,
+        progress: Callable[[Report], None] | None = None,
+    ) -> None:
+        self.queue = queue
+        self.keys = queue.keys
+        self.r: Any = queue.connection
+        self.batch = batch
+        self.progress = progress or (lambda report: None)
+
+    def audit(self) -> Report:
+        """Find what is wrong; change nothing."""
+        return self._pass(repair=False)
+
+    def repair(self) -> tuple[Report, Report]:
+        """Mend what is wrong; returns what the repair pass found (and mended) and
+        what a fresh audit finds afterwards (clean when all is well)."""
+        mended = self._pass(repair=True)
+        return mended, self.audit()
+
+    # -- one pass ---------------------------------------------------------------
+
+    def _pass(self, repair: bool) -> Report:
+        report = Report(self.queue.name)
+        self._repair = repair
+        self._report = report
+        self._total_off = False
+        if repair:
+            self._fixed_types()
+        for keys in _batches(self._scan(), self.batch):
+            self._key_batch(keys)
+            self.progress(report)
+        self._named_lanes()
+        ring_broken = self._ring_and_total()
+        if repair and (ring_broken or report.problems):
+            self._rebuild(ring_broken)
+        return report
+
+    def _run(self, call: calls.Call) -> Any:
+        """Run one script; in a repair, a key of the wrong type it meets is deleted
+        first (its value is none the engine wrote) and the step run again."""
+        for _ in range(8):
+            try:
+                return self.queue._run(call)
+            except CorruptKeyspace as exc:
+                if not self._repair or exc.key is None:
+                    raise
+                self._delete_wrong(exc.key, str(exc))
+        return self.queue._run(call)
+
+    def _delete_wrong(self, key: str, detail: str) -> None:
+        kind = expected_type(self.keys, key)
+        if kind is not None and self.queue._run(calls.mend_key(key, kind)):
+            self._report.mended += 1
+
+    def _fixed_types(self) -> None:
+        for attr, kind in FIXED_KEY_TYPES.items():
+            key = getattr(self.keys, attr)
+            if self.queue._run(calls.mend_key(key, kind)):
+                self._report.add(Finding("type", key, f"not a {kind}: deleted"))
+                self._report.mended += 1
+
+    def _scan(self) -> Iterator[str]:
+        pattern = _glob_escape(self.keys.prefix) + "*"
+        for raw in self.r.scan_iter(match=pattern, count=self.batch):
+            yield text(raw)
+
+    # -- keys -------------------------------------------------------------------
+
+    def _key_batch(self, keys: list[str]) -> None:
+        report, k = self._report, self.keys
+        report.keys += len(keys)
+        pipe = self.r.pipeline(transaction=False)
+        for key in keys:
+            pipe.type(key)
+        kinds = [text(kind) for kind in pipe.execute()]
+        jobs: list[str] = []
+        lanes: set[str] = set()
+        sets: list[tuple[str, str, str]] = []
+        queue_sets = {getattr(k, attr): state for attr, state in QUEUE_SETS.items()}
+        for key, kind in zip(keys, kinds, strict=True):
+            want = expected_type(k, key)
+            if kind == "none":
+                continue  # gone since the SCAN (an expired result, a drained lane)
+            if want is None:
+                report.add(Finding("stray-key", key, f"a {kind} no part of django-emq writes"))
+                continue
+            if kind != want:
+                report.add(Finding("type", key, f"a {kind}, not a {want}"))
+                if self._repair:
+                    self._delete_wrong(key, kind)
+                continue
+            rest = key.removeprefix(k.prefix)
+            if rest.startswith("job:"):
+                jobs.append(rest[4:])
+            elif rest.startswith("g:"):
+                lane, _, suffix = rest[2:].rpartition(":")
+                lanes.add(lane)
+                if suffix in LANE_SETS:
+                    sets.append((key, LANE_SETS[suffix], lane))
+            elif key in queue_sets:
+                sets.append((key, queue_sets[key], ""))
+        report.jobs += len(jobs)
+        if jobs:
+            self._jobs(jobs)
+        for key, state, lane in sets:
+            self._members(key, state, lane)
+        report.lanes += len(lanes)
+        if lanes:
+            self._lanes(sorted(lanes))
+
+    def _jobs(self, job_ids: list[str]) -> None:
+        found = self.queue._run(calls.audit_jobs(self.keys, job_ids))
+        broken: list[tuple[str, str, str]] = []
+        for i in range(0, len(found), 3):
+            job_id, what, detail = (text(x) for x in found[i : i + 3])
+            if what == "type":
+                self._report.add(Finding("type", self.keys.job(job_id), f"a {detail}, not a hash"))
+                if self._repair:
+                    self._delete_wrong(self.keys.job(job_id), detail)
+                continue
+            self._report.add(Finding(f"job-{what}", job_id, detail))
+            if what != "row":
+                broken.append((job_id, "", ""))
+        if self._repair and broken:
+            self._mend_jobs(broken)
+
+    def _members(self, key: str, state: str, lane: str) -> None:
+        if lane:
+            where = {"pending": "pending", "active": "lane_active", "dead": "lane_dead"}[state]
+        else:
+            where = {"active": "active", "scheduled": "schedule", "dead": "dead"}[state]
+        scanned = self.r.zscan_iter(key, count=self.batch)
+        for members in _batches((text(m) for m, _ in scanned), self.batch):
+            found = self.queue._run(calls.audit_members(self.keys, key, state, lane, members))
+            broken = []
+            for i in range(0, len(found), 3):
+                job_id, what, detail = (text(x) for x in found[i : i + 3])
+                self._report.add(Finding(f"member-{what}", job_id, f"in {key}; {detail}".strip()))
+                broken.append((job_id, where, lane))
+            if self._repair and broken:
+                self._mend_jobs(broken)
+
+    def _mend_jobs(self, broken: list[tuple[str, str, str]]) -> None:
+        for chunk in _batches(broken, self.batch):
+            self._report.mended += int(self._run(calls.mend_jobs(self.keys, chunk)))
+
+    # -- lanes, the ring, the total ------------------------------------------------
+
+    def _lanes(self, lanes: list[str]) -> None:
+        for chunk in _batches(lanes, self.batch):
+            found = self.queue._run(calls.audit_lanes(self.keys, chunk))
+            broken = []
+            for i in range(0, len(found), 3):
+                lane, what, detail = (text(x) for x in found[i : i + 3])
+                self._report.add(Finding(what, lane, detail))
+                broken.append((lane, "lane"))
+            if self._repair and broken:
+                self._report.mended += int(self._run(calls.mend_lanes(self.keys, broken)))
+
+    def _named_lanes(self) -> None:
+        """Lanes the index, the counts, the ring's set and the settings name: each
+        must be a lane id (and is audited as a lane)."""
+        k, r = self.keys, self.r
+        sources: list[tuple[str, Iterable[Any]]] = [
+            (k.depths, (m for m, _ in r.zscan_iter(k.depths, count=self.batch))),
+            (k.inflight, (f for f, _ in r.hscan_iter(k.inflight, count=self.batch))),
+            (k.on_ring, r.sscan_iter(k.on_ring, count=self.batch)),
+            (k.paused, r.sscan_iter(k.paused, count=self.batch)),
+            (k.ceilings, (f for f, _ in r.hscan_iter(k.ceilings, count=self.batch))),
+            (k.weights, (f for f, _ in r.hscan_iter(k.weights, count=self.batch))),
+            (k.max_depths, (f for f, _ in r.hscan_iter(k.max_depths, count=self.batch))),
+            (k.rates, (f for f, _ in r.hscan_iter(k.rates, count=self.batch))),
+            (k.throttled, (m for m, _ in r.zscan_iter(k.throttled, count=self.batch))),
+        ]
+        for key, names in sources:
+            if text(r.type(key)) != FIXED_KEY_TYPES[self._attr(key)]:
+                continue  # reported (and deleted, in a repair) with the keys
+            for chunk in _batches((text(n) for n in names), self.batch):
+                lanes = [name for name in chunk if is_lane(name)]
+                for name in chunk:
+                    if not is_lane(name):
+                        self._report.add(Finding("not-a-lane", name, f"named in {key}"))
+                if self._repair and len(lanes) < len(chunk):
+                    purge = [(name, "purge") for name in chunk if not is_lane(name)]
+                    self._report.mended += int(self._run(calls.mend_lanes(self.keys, purge)))
+                if lanes:
+                    self._lanes(lanes)
+
+    def _attr(self, key: str) -> str:
+        return next(attr for attr in FIXED_KEY_TYPES if getattr(self.keys, attr) == key)
+
+    def _ring_and_total(self) -> bool:
+        length, size, dups, unknown, absent, total, stats = self.queue._run(
+            calls.audit_ring(self.keys, RING_LIMIT)
+        )
+        report, ring = self._report, self.keys.ring
+        broken = False
+        if int(length) >= 0 and int(size) >= 0 and int(length) != int(size):
+            report.add(Finding("ring", ring, f"{length} entries, {size} lanes in its set"))
+            broken = True
+        for name, lanes in (("twice", dups), ("not in its set", unknown), ("missing", absent)):
+            for lane in lanes:
+                report.add(Finding("ring", text(lane), f"{name} on the ring"))
+                broken = True
+        if int(total) >= 0:
+            stated = text(stats)
+            try:
+                value: int | None = int(stated)
+            except ValueError:
+                value = None
+            if value != int(total):
+                where = self.keys.stats
+                report.add(Finding("total", where, f"pending says {stated}, lanes hold {total}"))
+                self._total_off = True
+        return broken
+
+    def _rebuild(self, ring: bool) -> None:
+        """The last steps of a repair: the ring rebuilt (when it was broken) and
+        every lane recounted, then the pending total."""
+        self._run(calls.mend_ring(self.keys, ring=ring, total=False))
+        start = len(self.keys.prefix) + 2
+        pattern = _glob_escape(self.keys.prefix) + "g:*:pending"
+        scanned = self.r.scan_iter(match=pattern, count=self.batch)
+        names = (text(key)[start : -len(":pending")] for key in scanned)
+        for chunk in _batches((n for n in names if is_lane(n)), self.batch):
+            call = calls.mend_lanes(self.keys, [(n, "lane") for n in chunk])
+            self._report.mended += int(self._run(call))
+        self._run(calls.mend_ring(self.keys, ring=False, total=True))
+        self._report.mended += self._total_off

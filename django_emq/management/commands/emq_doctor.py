@@ -1,0 +1,96 @@
+"""``manage.py emq_doctor``: a thin shell over :class:`django_emq.engine.doctor.Doctor`.
+
+Audits the keyspace of every queue of every ``FairLanesBackend`` (or the ones
+named with ``--queue``); with ``--repair`` mends what it finds. Exits 1 when
+something is wrong (after a repair: when something is still wrong), so cron
+or a monitoring check can run it.
+"""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.tasks import task_backends
+
+from django_emq.backend import FairLanesBackend
+from django_emq.engine.doctor import Doctor, Report
+from django_emq.engine.shards import shards_of
+
+
+class Command(BaseCommand):
+    help = (
+        "Audit the keyspace of django-emq's queues against the engine's invariants "
+        "(safe on a live queue); --repair mends what is wrong."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--queue",
+            action="append",
+            dest="queues",
+            default=[],
+            help="queue to check (repeatable; default: every queue of every FairLanesBackend)",
+        )
+        parser.add_argument(
+            "--repair", action="store_true", help="mend what is wrong, then audit again"
+        )
+        parser.add_argument(
+            "--batch",
+            type=int,
+            default=500,
+            help="keys read per step (default 500): memory and the longest command scale with it",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.verbosity = int(options["verbosity"])
+        if options["batch"] < 1:
+            raise CommandError("--batch must be >= 1")
+        queues = self._queues(options["queues"])
+        broken = 0
+        for name, backend in queues.items():
+            for shard in shards_of(backend.engine(name)):
+                doctor = Doctor(shard, batch=options["batch"], progress=self._progress)
+                if options["repair"]:
+                    found, after = doctor.repair()
+                    self._show(found, "found")
+                    self.stdout.write(f"{shard.name}: mended {found.mended} thing(s)")
+                    self._show(after, "after the repair")
+                else:
+                    after = doctor.audit()
+                    self._show(after, "found")
+                broken += after.problems
+        if broken:
+            raise CommandError(f"{broken} problem(s) in the keyspace", returncode=1)
+
+    def _queues(self, names: list[str]) -> dict[str, FairLanesBackend]:
+        found: dict[str, FairLanesBackend] = {}
+        for backend in task_backends.all():
+            if isinstance(backend, FairLanesBackend):
+                for name in sorted(backend.queues):
+                    found.setdefault(name, backend)
+        if not found:
+            raise CommandError("no FairLanesBackend in TASKS")
+        unknown = [name for name in names if name not in found]
+        if unknown:
+            raise CommandError(f"no such queue: {', '.join(unknown)} (known: {', '.join(found)})")
+        return {name: found[name] for name in names} if names else found
+
+    def _progress(self, report: Report) -> None:
+        if self.verbosity >= 2:
+            self.stderr.write(
+                f"{report.queue}: {report.keys} keys, {report.jobs} jobs, "
+                f"{report.lanes} lanes read; {report.problems} problem(s) so far"
+            )
+
+    def _show(self, report: Report, label: str) -> None:
+        summary = (
+            f"{report.queue}: {report.keys} keys, {report.jobs} jobs, {report.lanes} lanes; "
+            f"{label}: {report.problems} problem(s)"
+        )
+        self.stdout.write(summary)
+        for finding in report.findings:
+            self.stdout.write(f"  {finding}")
+        if report.problems > len(report.findings):
+            self.stdout.write(f"  ... and {report.problems - len(report.findings)} more")

@@ -1,0 +1,164 @@
+"""Per-backend options (``TASKS[alias]["OPTIONS"]`` over ``EMQ``), what an empty
+``QUEUES`` means (a check error: django-emq serves named queues only), and
+two aliases on one queue (a check warning)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import redis
+from django.core.checks import CheckMessage
+from django.core.management import CommandError, call_command
+from django.tasks import TaskResultStatus, task_backends
+from django.tasks.exceptions import InvalidTask
+
+from django_emq import lane
+from django_emq.backend import FairLanesBackend
+from django_emq.conf import backend_settings, emq_settings
+from django_emq.engine.rows import Row
+from django_emq.exceptions import ConfigurationError
+from tests import tasks
+from tests.helpers import lane as lane_of
+
+pytestmark = pytest.mark.django_db
+BACKEND = "django_emq.backend.FairLanesBackend"
+A = lane_of(1)
+
+
+def backend(alias: str = "default") -> FairLanesBackend:
+    found = task_backends[alias]
+    assert isinstance(found, FairLanesBackend)
+    return found
+
+
+def ids(messages: list[CheckMessage]) -> list[str | None]:
+    return [m.id for m in messages]
+
+
+@pytest.fixture
+def two_backends(emq: redis.Redis, settings: Any) -> redis.Redis:
+    """``default`` with the EMQ defaults, ``short`` with options of its own."""
+    settings.TASKS = {
+        "default": {"BACKEND": BACKEND, "QUEUES": ["default"]},
+        "short": {
+            "BACKEND": BACKEND,
+            "QUEUES": ["short"],
+            "OPTIONS": {"MAX_ATTEMPTS": 1, "RESULT_TTL": 60, "LEASE": 7, "MAX_PAYLOAD": 100},
+        },
+    }
+    return emq
+
+
+def test_options_override_emq_for_that_backend_only(two_backends: redis.Redis) -> None:
+    short = backend_settings("short")
+    assert (short.max_attempts, short.result_ttl, short.lease, short.max_payload) == (
+        1,
+        60.0,
+        7.0,
+        100,
+    )
+    assert backend_settings("default") == emq_settings()
+    assert not ids(backend("short").check())
+    assert not ids(backend("default").check())
+
+
+def test_two_aliases_run_their_jobs_with_their_own_attempts_and_ttl(
+    two_backends: redis.Redis,
+) -> None:
+    with lane(A):
+        quick = tasks.boom.using(backend="short", queue_name="short").enqueue("s")
+        patient = tasks.boom.enqueue("d")
+    assert backend("short").engine("short").job(quick.id)[Row.MAX_ATTEMPTS] == "1"  # type: ignore[index]
+    assert backend().engine("default").job(patient.id)[Row.MAX_ATTEMPTS] == "3"  # type: ignore[index]
+
+    call_command("run_emq_worker", "--backend", "short", "--burst", verbosity=0)
+
+    quick.refresh()
+    assert quick.status == TaskResultStatus.FAILED
+    assert len(quick.errors) == 1
+
+
+def test_a_finished_result_is_kept_for_its_backends_result_ttl(
+    two_backends: redis.Redis,
+) -> None:
+    with lane(A):
+        result = tasks.add.using(backend="short", queue_name="short").enqueue(1, 2)
+    call_command("run_emq_worker", "--backend", "short", "--burst", verbosity=0)
+    ttl = two_backends.pttl(backend("short").queue("short").keys.job(result.id))
+    assert 0 < ttl <= 60_000
+
+
+def test_max_payload_of_the_backend_refuses_larger_arguments(two_backends: redis.Redis) -> None:
+    with lane(A), pytest.raises(TypeError, match="over the 100-byte limit"):
+        tasks.record.using(backend="short", queue_name="short").enqueue("x" * 200)
+    assert two_backends.dbsize() == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"LEASE": 0}, r"TASKS\['short'\]\['OPTIONS'\]\['LEASE'\] must be more than zero"),
+        ({"MAX_ATTEMPTS": "3"}, r"\['MAX_ATTEMPTS'\] must be a whole number"),
+        ({"URL": "redis://x"}, r"\['URL'\] is set for every backend at once: put it in EMQ"),
+        ({"LEAS": 5}, r"has an unknown key 'LEAS'"),
+    ],
+)
+def test_bad_options_are_a_check_error_and_refuse_every_enqueue(
+    emq: redis.Redis, settings: Any, options: dict[str, Any], message: str
+) -> None:
+    settings.TASKS = {"short": {"BACKEND": BACKEND, "QUEUES": ["short"], "OPTIONS": options}}
+    errors = [m for m in backend("short").check() if m.id == "emq.E008"]
+    assert len(errors) == 1
+    assert re.search(message, errors[0].msg), errors[0].msg
+    if "LEASE" in options or "MAX_ATTEMPTS" in options:
+        with lane(A), pytest.raises(ConfigurationError, match=message):
+            tasks.add.using(backend="short", queue_name="short").enqueue(1, 2)
+        assert emq.dbsize() == 0
+
+
+def test_options_that_are_not_a_dict_are_a_check_error(emq: redis.Redis, settings: Any) -> None:
+    settings.TASKS = {"default": {"BACKEND": BACKEND, "OPTIONS": ["LEASE", 5]}}
+    assert ids(backend().check()) == ["emq.E008"]
+
+
+def test_empty_queues_is_a_check_error(emq: redis.Redis, settings: Any) -> None:
+    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []}}
+    messages = backend().check()
+    assert ids(messages) == ["emq.E007"]
+    assert "QUEUES" in messages[0].msg
+
+
+def test_empty_queues_refuses_enqueue_and_writes_nothing(emq: redis.Redis, settings: Any) -> None:
+    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []}}
+    with lane(A), pytest.raises(InvalidTask, match="QUEUES'\\] is empty"):
+        tasks.add.enqueue(1, 2)
+    assert emq.dbsize() == 0
+
+
+def test_empty_queues_is_a_command_error_for_the_worker(emq: redis.Redis, settings: Any) -> None:
+    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []}}
+    with pytest.raises(CommandError, match="QUEUES'\\] is empty"):
+        call_command("run_emq_worker", "--burst", verbosity=0)
+
+
+def test_two_aliases_on_one_queue_are_a_check_warning(emq: redis.Redis, settings: Any) -> None:
+    settings.TASKS = {
+        "default": {"BACKEND": BACKEND, "QUEUES": ["default", "shared"]},
+        "other": {"BACKEND": BACKEND, "QUEUES": ["shared"]},
+    }
+    messages = backend().check()
+    assert ids(messages) == ["emq.W004"]
+    assert "'shared'" in messages[0].msg
+    assert "TASKS['other']" in messages[0].msg
+
+
+def test_a_backend_that_does_not_import_leaves_the_checks_standing(
+    emq: redis.Redis, settings: Any
+) -> None:
+    settings.TASKS = {
+        "default": {"BACKEND": BACKEND, "QUEUES": ["default"]},
+        "missing": {"BACKEND": "does.not.exist"},
+    }
+    assert ids(backend().check()) == []

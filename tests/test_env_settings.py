@@ -1,0 +1,43 @@
+"""``django_emq.conf.env_settings()``: ``EMQ`` from ``EMQ_*`` variables, cast by django-environ."""
+
+from __future__ import annotations
+
+import pytest
+
+from django_emq.conf import env_settings
+from django_emq.exceptions import ConfigurationError
+
+
+def test_only_the_variables_that_are_set_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("EMQ_URL", "EMQ_LEASE", "EMQ_SHARDS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EMQ_MAX_ATTEMPTS", "5")
+    assert env_settings() == {"MAX_ATTEMPTS": 5}
+
+
+def test_every_kind_of_value_is_cast(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMQ_URL", "redis://cache:6379/1")
+    monkeypatch.setenv("EMQ_LEASE", "12.5")
+    monkeypatch.setenv("EMQ_PREFETCH", "4")
+    monkeypatch.setenv("EMQ_SHARDS", "default=3,reports=2")
+    monkeypatch.setenv("EMQ_LANE_BRANDS", "shop.Customer=CUS")
+    found = env_settings()
+    assert found["URL"] == "redis://cache:6379/1"
+    assert found["LEASE"] == 12.5
+    assert found["PREFETCH"] == 4
+    assert found["SHARDS"] == {"default": 3, "reports": 2}
+    assert found["LANE_BRANDS"] == {"shop.Customer": "CUS"}
+
+
+@pytest.mark.parametrize(("name", "value"), [("EMQ_LEASE", "soon"), ("EMQ_SHARDS", "default=x")])
+def test_a_value_that_does_not_cast_names_its_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigurationError, match=rf"\${name} is invalid"):
+        env_settings()
+
+
+def test_a_prefix_of_your_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUEUE_LEASE", "9")
+    assert env_settings(prefix="QUEUE_") == {"LEASE": 9.0}
