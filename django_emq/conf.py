@@ -156,7 +156,7 @@ class EMQSettings:
         return self.lane_brands.get(label.lower())
 
     def queue_options(self, name: str | None = None) -> dict[str, Any]:
-        """Keyword arguments for :class:`django_emq.engine.queue.Queue` from these
+        """Keyword arguments for ``Queue`` from these
         settings; with a queue ``name``, its lane policies' defaults too."""
         options: dict[str, Any] = {
             "max_attempts": self.max_attempts,

@@ -3,8 +3,8 @@
 writes, each one script on the lane's home queue; the checks themselves run
 inside the hot-path scripts (``lua/includes/policies.lua``).
 
-Written once for a plain :class:`~.queue.Queue` and a
-:class:`~.shards.ShardedQueue`: each call goes to ``shard_for_lane(lane)``.
+Written once for a plain ``Queue`` and a
+``ShardedQueue``: each call goes to ``shard_for_lane(lane)``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class LanePolicies:
-    """Max depth and rate limit per lane, for :class:`Queue` and :class:`ShardedQueue`."""
+    """Max depth and rate limit per lane, for ``Queue`` and ``ShardedQueue``."""
 
     def shard_for_lane(self, lane: str) -> Queue:
         raise NotImplementedError

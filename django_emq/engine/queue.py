@@ -394,5 +394,5 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
 
 
 def _enqueued(call: calls.Call, reply: Sequence[Any]) -> Enqueued:
-    """What the enqueue script's reply stands for (see :func:`parse_enqueued`)."""
+    """What the enqueue script's reply stands for (see ``parse_enqueued``)."""
     return parse_enqueued(str(call.args[0]), str(call.args[1]), reply)

@@ -276,7 +276,7 @@ def encode_outcomes(outcomes: Sequence[tuple[str, int, Any]]) -> list[tuple[str,
 
 def parse_enqueued(job_id: str, lane: str, reply: Sequence[Any]) -> Enqueued:
     """The enqueue script's reply ``{new?, state, enq[, holder]}`` for job
-    ``job_id`` on ``lane``; raises :class:`LaneFull` when the lane held its max
+    ``job_id`` on ``lane``; raises ``LaneFull`` when the lane held its max
     depth (``{-4, max}``: nothing was written). A job holding the same unique
     key answers in its place (``duplicate``, its own id and enqueue time)."""
     code = int(reply[0])
