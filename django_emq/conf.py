@@ -27,6 +27,8 @@ from .engine.ids import BRAND_RE, JOB_BRAND, validate_queue_name
 from .engine.placement import MAX_SHARDS, shard_tags
 from .engine.records import rate_limit
 from .exceptions import ConfigurationError
+from .schedules import Schedule
+from .schedules import parse as parse_schedules
 from .url import EMBEDDED, check_url
 
 #: The documentation site; hints and messages point at pages under it.
@@ -52,6 +54,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "SHARDS",
         "MAX_DEPTH",
         "RATE",
+        "SCHEDULES",
         "HISTORY",
     }
 )
@@ -148,6 +151,8 @@ class EMQSettings:
     #: Queue name -> ``(count, per_seconds)``: each lane starts at most ``count`` jobs
     #: in any ``per_seconds`` (``EMQ["RATE"]``); ``"*"`` applies to every queue not named.
     rate: Mapping[str, tuple[int, float]] = MappingProxyType({})
+    #: Periodic schedules by name (``EMQ["SCHEDULES"]``; see ``django_emq.schedules``).
+    schedules: Mapping[str, Schedule] = MappingProxyType({})
     #: How many of the latest worker ids and errors a job's row keeps.
     history: int = 10
 
@@ -298,6 +303,7 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
     field("HISTORY", _positive_int, DEFAULTS["HISTORY"])
     field("MAX_DEPTH", functools.partial(_per_queue, parse=_positive_int), {})
     field("RATE", functools.partial(_per_queue, parse=_rate), {})
+    field("SCHEDULES", parse_schedules, {})
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
     if values["history"] > MAX_HISTORY:

@@ -37,7 +37,7 @@ from django.utils.module_loading import import_string
 from redis.cluster import RedisCluster
 
 from .backend import FairLanesBackend, moment, task_error
-from .conf import MAX_PREFETCH, backend_settings
+from .conf import MAX_PREFETCH, backend_settings, emq_settings
 from .connection import new_connection, require_supported_server
 from .engine.parking import park, wake_groups
 from .engine.payload import encode_result
@@ -45,6 +45,7 @@ from .engine.queue import MAX_BATCH, Claim, Queue
 from .engine.rows import heartbeat
 from .engine.shards import Rotation, shards_of
 from .exceptions import UNAVAILABLE, CorruptJob, JobError, StaleToken
+from .schedules import tick
 
 logger = logging.getLogger("django_emq.worker")
 
@@ -857,6 +858,10 @@ class Worker:
                 )
             except CLAIM_ERRORS as exc:
                 missed.append(exc)
+        try:  # periodic schedules: their due ticks, each enqueued by one worker only
+            tick(self.queues, emq_settings().schedules)
+        except CLAIM_ERRORS as exc:
+            missed.append(exc)
         if missed:
             # Never fatal: a refused call (OOM, READONLY, a script error) is retried
             # at the next beat like an unreachable server.

@@ -33,6 +33,7 @@ def enqueue(
     meta: str,
     max_depth: int | None = None,
     unique_key: str = "",
+    tick: tuple[str, int] | None = None,
 ) -> Call:
     keys = [
         k.ring,
@@ -60,6 +61,8 @@ def enqueue(
         k.prefix,
         "" if max_depth is None else max_depth,
         unique_key,
+        "" if tick is None else tick[0],
+        0 if tick is None else tick[1],
     ]
     return Call("enqueue", keys, args)
 

@@ -56,6 +56,7 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "unique": "hash",
     "rates": "hash",
     "throttled": "zset",
+    "ticks": "hash",
 }
 
 #: Where a job of each state must be: ``lane`` (its lane's pending set), one of

@@ -104,6 +104,8 @@ STALE_TOKEN = -2
 BAD_STATE = -3
 #: The enqueue script's code for a lane at its max depth.
 LANE_FULL = -4
+#: The enqueue script's code for a schedule's tick that is enqueued already.
+TICKED = -5
 
 _CODES: dict[int, tuple[type[JobError], str]] = {
     NO_JOB: (JobNotFound, "no such job"),

@@ -115,6 +115,12 @@ class QueueKeys:
         return self._k("throttled")
 
     @property
+    def ticks(self) -> str:
+        """Hash: periodic schedule name -> its last enqueued tick (ms); ``<name>:job``
+        -> that tick's job id."""
+        return self._k("ticks")
+
+    @property
     def workers(self) -> str:
         """Hash: worker id -> last heartbeat record (JSON)."""
         return self._k("workers")

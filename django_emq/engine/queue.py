@@ -50,6 +50,7 @@ from .records import (
     rate_limit,
     refusals,
     run_after_ms,
+    tick_arg,
     unique_key_arg,
 )
 from .scripts import Scripts
@@ -147,6 +148,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         args_json, kwargs_json = encode_arguments(spec.args, spec.kwargs, self.max_payload)
         meta_json = "" if not spec.meta else encode_result(dict(spec.meta))
         unique = unique_key_arg(spec.unique_key)
+        tick = tick_arg(spec.tick)
         return calls.enqueue(
             self.keys,
             job_id,
@@ -159,6 +161,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
             meta_json,
             self.max_depth,
             unique,
+            tick,
         )
 
     def enqueue_spec(self, spec: JobSpec) -> Enqueued:

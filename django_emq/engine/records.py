@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .exceptions import LANE_FULL, JobError, LaneFull, refusal
+from .exceptions import LANE_FULL, TICKED, JobError, LaneFull, refusal
 from .payload import decode, encode_result, text
 from .rows import worker_ids
 
@@ -63,6 +63,9 @@ class JobSpec:
     max_attempts: int | None = None
     meta: Mapping[str, Any] | None = None
     unique_key: str | None = None
+    #: ``(schedule name, tick ms)``: a periodic schedule's tick, enqueued once
+    #: however many workers try (the schedule's last tick must be older).
+    tick: tuple[str, int] | None = None
 
     @classmethod
     def of(cls, job: JobSpec | Mapping[str, Any]) -> JobSpec:
@@ -197,6 +200,21 @@ def rate_arg(rate: tuple[int, int] | None) -> str:
     return "" if rate is None else f"{rate[0]}:{rate[1]}"
 
 
+SCHEDULE_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+
+def tick_arg(tick: object) -> tuple[str, int] | None:
+    """A checked ``(schedule name, tick ms)``; ``ValueError`` if bad."""
+    if tick is None:
+        return None
+    if not isinstance(tick, tuple) or len(tick) != 2:
+        raise ValueError(f"tick must be a (schedule name, tick ms) pair, not {tick!r}")
+    name, when = tick
+    if not isinstance(name, str) or not SCHEDULE_NAME_RE.fullmatch(name):
+        raise ValueError(f"{name!r} is not a schedule name: use 1-100 of A-Z a-z 0-9 _ . -")
+    return name, positive_int("tick", when)
+
+
 #: Longest unique key (``JobSpec.unique_key``), in characters.
 MAX_UNIQUE_KEY = 200
 
@@ -282,6 +300,8 @@ def parse_enqueued(job_id: str, lane: str, reply: Sequence[Any]) -> Enqueued:
     code = int(reply[0])
     if code == LANE_FULL:
         raise LaneFull(lane, int(reply[1]))
+    if code == TICKED:  # another worker enqueued this tick: its job answers
+        return Enqueued(text(reply[2]), "ticked", True, 0)
     holder = text(reply[3]) if len(reply) > 3 else job_id
     return Enqueued(holder, text(reply[1]), code == 0, as_int(reply[2]))
 

@@ -26,13 +26,18 @@
   ARGV[9]  prefix        the queue's key prefix, emq:{q}:
   ARGV[10] max_depth     the queue's default max lane depth; '' for none
   ARGV[11] unique        the job's unique key on its lane; '' for none
-  derived: <prefix>maxdepth, <prefix>unique (hashes, see includes/policies.lua)
+  ARGV[12] schedule      the periodic schedule whose tick this job is; '' for none
+  ARGV[13] tick          that tick's time (epoch ms): enqueued once, by whoever
+                         claims it first (the schedule's last tick is older)
+  derived: <prefix>maxdepth, <prefix>unique, <prefix>ticks (hashes, see
+           includes/policies.lua)
 
   Returns {1, state, enq} when enqueued (state 'pending' or 'scheduled'),
           {0, state, enq} when the id exists already (nothing changed),
           {0, state, enq, id} when job `id` holds the unique key (nothing
           changed), {-4, max} when the lane holds its max depth already
-          (nothing changed); enq is the row's enqueue time (server clock,
+          (nothing changed), {-5, last, id} when the schedule's tick is
+          enqueued already (its last tick, and that job's id; nothing changed); enq is the row's enqueue time (server clock,
           epoch ms), so the caller's result carries the time a read-back shows.
 ]]
 -- @include "now_ms"
@@ -52,7 +57,11 @@ local id, lane = ARGV[1], ARGV[2]
 -- is known to hold its type.
 local existing = guard(jk, 'HGET', jk, 'state')
 if existing then return {0, existing, tonumber(redis.call('HGET', jk, 'enq')) or 0} end
-local prefix, unique = ARGV[9], ARGV[11]
+local prefix, unique, schedule = ARGV[9], ARGV[11], ARGV[12] or ''
+if schedule ~= '' then
+  local last = lastTick(prefix, schedule)
+  if last >= tonumber(ARGV[13]) then return {-5, last, tickJob(prefix, schedule)} end
+end
 if unique ~= '' then
   local holder, holderKey = uniqueHolder(prefix, lane, unique)
   if holder then
@@ -83,6 +92,7 @@ redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
   'seq', seq, 'enq', now, 'meta', ARGV[8])
 addCount(Q.stats, 'enqueued', 1, 1)
 if unique ~= '' then holdUnique(prefix, lane, unique, id, jk) end
+if schedule ~= '' then takeTick(prefix, schedule, ARGV[13], id) end
 
 if state == 'scheduled' then
   redis.call('HSET', jk, 'due', due)

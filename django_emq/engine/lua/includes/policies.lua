@@ -3,8 +3,10 @@
 
 -- Lane policies checked on enqueue and released where a job finishes.
 -- derived: <prefix>maxdepth (hash: lane -> most pending jobs the lane may
---          hold) and <prefix>unique (hash: '<lane>:<unique key>' -> the id
---          of the pending, scheduled or active job holding that key).
+--          hold), <prefix>unique (hash: '<lane>:<unique key>' -> the id
+--          of the pending, scheduled or active job holding that key) and
+--          <prefix>ticks (hash: schedule name -> its last enqueued tick, ms;
+--          '<name>:job' -> that tick's job id).
 -- The reads guard their keys (check.lua): a key of the wrong type aborts the
 -- script before its first write.
 
@@ -58,4 +60,21 @@ local function releaseUnique(prefix, jk, id)
     redis.call('HDEL', prefix .. 'unique', field)
   end
   redis.call('HDEL', jk, 'uniq')
+end
+
+-- lastTick(prefix, schedule): the schedule's last enqueued tick (ms), 0 for
+-- none. A read that checks the hash's type.
+local function lastTick(prefix, schedule)
+  local key = prefix .. 'ticks'
+  return tonumber(guard(key, 'HGET', key, schedule)) or 0
+end
+
+-- tickJob(prefix, schedule): the id of the job of the schedule's last tick.
+local function tickJob(prefix, schedule)
+  return redis.call('HGET', prefix .. 'ticks', schedule .. ':job') or ''
+end
+
+-- takeTick(prefix, schedule, tick, id): the tick is enqueued (as job id).
+local function takeTick(prefix, schedule, tick, id)
+  redis.call('HSET', prefix .. 'ticks', schedule, tick, schedule .. ':job', id)
 end
