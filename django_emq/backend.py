@@ -193,8 +193,8 @@ class FairLanesBackend(BaseTaskBackend):
         run_after = task.run_after
         if run_after is not None and timezone.is_naive(run_after):
             run_after = timezone.make_aware(run_after)
-        queue = self.engine(task.queue_name)
         try:
+            queue = self.engine(task.queue_name)
             enqueued = queue.enqueue(
                 lane,
                 task.module_path,
