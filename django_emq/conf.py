@@ -51,6 +51,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "ENQUEUE_TIMEOUT",
         "SHUTDOWN_GRACE",
         "PREFETCH",
+        "THREADS",
         "SHARDS",
         "MAX_DEPTH",
         "RATE",
@@ -98,6 +99,10 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
 
 #: The key of a per-queue setting that applies to every queue it does not name.
 ALL_QUEUES = "*"
+#: Threads a worker runs sync tasks on when neither ``--threads`` nor
+#: ``EMQ["THREADS"]`` says: at most this many, never more than ``--concurrency``.
+#: Each thread may hold a database connection while its job runs.
+DEFAULT_THREADS = 16
 
 #: Largest ``EMQ["PREFETCH"]``: what one claim may take at once.
 MAX_PREFETCH = 1000
@@ -143,6 +148,8 @@ class EMQSettings:
     shutdown_grace: float
     #: Most jobs a worker's job thread claims at once (it claims fewer while jobs are long).
     prefetch: int
+    #: Threads for sync tasks (``None``: ``min(concurrency, DEFAULT_THREADS)``).
+    threads: int | None = None
     #: Queue name -> shard count, for the queues spread over shards (``EMQ["SHARDS"]``).
     shards: Mapping[str, int] = MappingProxyType({})
     #: Queue name -> the most pending jobs a lane may hold (``EMQ["MAX_DEPTH"]``);
@@ -299,6 +306,7 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
     # One expiry is final: a worker killed by a job must not take prefetched ones along.
     one_expiry = values.get("max_expiries") == 1
     field("PREFETCH", _positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
+    field("THREADS", _optional_positive_int, None)
     field("SHARDS", _shards, {})
     field("HISTORY", _positive_int, DEFAULTS["HISTORY"])
     field("MAX_DEPTH", functools.partial(_per_queue, parse=_positive_int), {})
@@ -454,6 +462,10 @@ def _positive_duration(value: object) -> float:
     if seconds <= 0:
         raise ValueError(f"must be more than zero seconds, not {value!r}")
     return seconds
+
+
+def _optional_positive_int(value: object) -> int | None:
+    return None if value is None else _positive_int(value)
 
 
 def _positive_int(value: object) -> int:

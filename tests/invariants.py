@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django_emq.engine.doctor import FIXED_KEY_TYPES, PLACE_OF_STATE, Doctor, expected_type
+from django_emq.engine.ids import validate_lane
 from django_emq.engine.keys import QueueKeys
 from django_emq.engine.payload import text
 from django_emq.engine.queue import Queue
@@ -130,6 +131,11 @@ def check_invariants(queue: Queue) -> Snapshot:
     assert all(w >= 2 for w in snap.weights.values()), (
         f"weights must be >= 2 (weight 1 is stored as absence): {snap.weights}"
     )
+    turn = {text(f): text(v) for f, v in r.hgetall(k.turn).items()}
+    if turn:  # the rest of a weighted turn
+        assert set(turn) == {"lane", "credit"}, f"a saved turn is {turn}"
+        validate_lane(turn["lane"])
+        assert int(turn["credit"]) >= 1, f"a saved turn holds no credit: {turn}"
     assert all(n > 0 for n in snap.inflight.values()), (
         f"in-flight fields must be positive (absent = 0): {snap.inflight}"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -75,3 +76,48 @@ def attempt_number(context: TaskContext[Any, Any]) -> int:
 @task
 def unserialisable_result() -> Any:
     return object()
+
+
+@task
+def surrogate() -> str:
+    """Returns text with a lone surrogate: Python holds it, UTF-8 (and Valkey) cannot."""
+    text: str = json.loads('"\\ud800"')
+    return text
+
+
+@task
+def not_a_number() -> float:
+    return float("nan")
+
+
+@task
+def huge(size: int) -> str:
+    return "x" * size
+
+
+@task
+def deep(depth: int) -> list[Any]:
+    nested: list[Any] = []
+    for _ in range(depth):
+        nested = [nested]
+    return nested
+
+
+@task
+async def async_nap(label: str, seconds: float) -> str:
+    """Count this run in flight (``test:inflight``), keep the highest count seen
+    (``test:peak``), sleep ``seconds`` on the loop, record ``label``."""
+    client = get_connection()
+    client.eval(PEAK_LUA, 2, "test:inflight", "test:peak")
+    await asyncio.sleep(seconds)
+    client.decr("test:inflight")
+    _record(label)
+    return label
+
+
+#: INCR the in-flight count and keep the peak, in one atomic call.
+PEAK_LUA = """
+local n = redis.call('INCR', KEYS[1])
+if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end
+return n
+"""

@@ -304,6 +304,7 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "enqueue": calls.enqueue(k, job, lane, TASK, "[]", "{}", 3, 0, ""),
         "claim": calls.claim(k, 1000, 2, "w:1", 10, 10),
         "complete": calls.complete(k, [(job, 1, "null")], 1000),
+        "complete_claim": calls.complete_claim(k, [(job, 1, "null")], 1000, 1000, 2, "w:1", 10, 10),
         "retry": calls.retry(k, job, 1, "boom", 0, False, 10),
         "extend": calls.extend(k, job, 1, 1000),
         "release": calls.release(k, job, 1),

@@ -81,3 +81,40 @@ def test_frozen_worker_is_refused_and_carries_on(emq: redis.Redis, workers: Work
     a.signal(signal.SIGTERM)
     assert a.process.wait(timeout=30) == 0
     check_invariants(q)
+
+
+def test_a_thawed_worker_starts_none_of_the_jobs_it_had_claimed_ahead(
+    emq: redis.Redis, workers: Workers
+) -> None:
+    """Short jobs make the worker claim ahead; it freezes while it runs a long one
+    with jobs claimed behind it. Their leases run out and another worker runs
+    them. Thawed, the first worker starts none of them: each ran once."""
+    q = backend().queue("default")
+    for i in range(40):
+        enqueue_for(A, chaos_tasks.tick, f"warm{i}")
+    enqueue_for(A, chaos_tasks.hold_first, "gate", 3.0)
+    behind = [enqueue_for(A, chaos_tasks.tick, f"x{i}") for i in range(12)]
+    a = workers.start("--concurrency", "1", "--lease", "1")
+    wait_for(lambda: "gate" in read_runs(workers.runs), what="the long job started on A")
+    held = [job.id for job in behind if (q.job(job.id) or {}).get("state") == "active"]
+    assert held, "A claimed jobs ahead of the long one"
+    a.signal(signal.SIGSTOP)
+    wait_for(lambda: stopped(a.pid), what="worker A stopped")
+    deadlines = [emq.zscore(q.keys.active, job_id) for job_id in held]
+    sleep_past(emq, int(max(d or 0 for d in deadlines)))  # their leases have run out
+
+    b = workers.start("--burst", "--lease", "5")
+    assert b.process.wait(timeout=60) == 0
+    a.signal(signal.SIGCONT)
+    wait_for(lambda: "task=tests.chaos_tasks.hold_first attempt=1" in a.output(), what="A's gate")
+    runs = read_runs(workers.runs)
+    for job_id in held:
+        label = f"x{behind.index(next(j for j in behind if j.id == job_id))}"
+        assert [(run.pid, run.attempt) for run in runs[label]] == [(b.pid, 2)], label
+    wait_for(
+        lambda: a.output().count("not started") == len(held), what="A's lines for the jobs it held"
+    )
+    assert a.alive()
+    a.signal(signal.SIGTERM)
+    assert a.process.wait(timeout=30) == 0
+    check_invariants(q)

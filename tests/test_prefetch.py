@@ -14,10 +14,10 @@ from django.core.management import call_command
 from django.tasks import task_backends
 
 from django_emq import lane_id
-from django_emq import worker as worker_module
 from django_emq.backend import FairLanesBackend
 from django_emq.engine.queue import Queue
 from django_emq.worker import Worker, WorkerOptions
+from django_emq.worker import core as worker_core
 from tests.helpers import wait_for
 from tests.invariants import check_invariants
 from tests.test_worker import processes, runs, worker_process
@@ -127,7 +127,7 @@ def test_stopping_releases_prefetched_jobs_at_once(
 ) -> None:
     """Jobs claimed ahead behind a long one go back to the head of their lane as
     soon as the worker is told to stop; the long one finishes in its grace."""
-    monkeypatch.setattr(worker_module, "BATCH_TARGET", 60.0)  # claims grow: 1, 2, 4
+    monkeypatch.setattr(worker_core, "BATCH_TARGET", 60.0)  # every job counts as short
     q = queue()
     lane = LANES[0]
     q.enqueue_many(
@@ -144,11 +144,11 @@ def test_stopping_releases_prefetched_jobs_at_once(
     thread.start()
     try:
         wait_for(lambda: "start:gate" in runs(emq), what="the gate job started")
-        # [r0], [r1, r2], then [gate, x0, x1, x2]: three jobs wait behind the gate
+        # [r0], then [r1, r2, gate, x0], then [x1, x2] while the gate job runs:
+        # three jobs wait behind it
         held = [e.job_id for e in behind[:3]]
         assert [state(q, job_id) for job_id in held] == ["active"] * 3
-        worker.stopping.set()
-        worker._poke.set()
+        worker.stop()
         wait_for(
             lambda: [state(q, job_id) for job_id in held] == ["pending"] * 3,
             what="the prefetched jobs released while the gate job runs",

@@ -5,7 +5,9 @@ with no job lost and none run twice."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -149,60 +151,85 @@ def test_parked_worker_does_not_hang_on_a_server_that_stopped_answering(
         workers.close()
 
 
+def _parts(backend: FairLanesBackend, options: Any) -> tuple[Any, Any, Any]:
+    """A worker's core, claimer and shard on a fresh async client (inside a loop)."""
+    from django_emq.worker.claimer import Claimer
+    from django_emq.worker.client import AsyncScripts, async_client
+    from django_emq.worker.core import Core
+    from django_emq.worker.execute import Policy
+    from django_emq.worker.options import plan
+    from django_emq.worker.shard import Rotation, Shard
+
+    p = plan(options)
+    client = async_client(1.0, 1.0)
+    shard = Shard(backend.queue("default"), AsyncScripts(client))
+    core = Core(p, Policy(backend.alias, 0.0, 0.0, 1 << 20))
+    return core, Claimer(core, Rotation([shard]), client), shard
+
+
 def test_a_burst_worker_that_loses_the_server_at_its_end_check_waits_for_it(
     server: RestartableServer, queue: Queue
 ) -> None:
-    """Whether a burst run is drained is asked of the server (reap, promote,
-    totals): when it cannot answer, the run is not over, and nothing raises."""
+    """Whether a burst run is drained is asked of the server (reap, promote, the
+    ring): when it cannot answer, the run is not over, and nothing raises."""
     from django.tasks import task_backends
 
-    from django_emq.worker import Worker, WorkerOptions
+    from django_emq.worker import WorkerOptions
 
     backend = task_backends["default"]
     assert isinstance(backend, FairLanesBackend)
-    worker = Worker(backend, WorkerOptions(burst=True, beat=0.2))
-    server.kill()
-    assert worker._nothing_to_do() is False
-    server.start()
-    assert worker._nothing_to_do() is True
+
+    async def check() -> tuple[bool, bool]:
+        _, claimer, shard = _parts(backend, WorkerOptions(burst=True, beat=0.2))
+        server.kill()
+        await claimer._nothing_to_claim()
+        down = claimer.drained
+        server.start()
+        await claimer._nothing_to_claim()
+        await shard.client.aclose()
+        return down, claimer.drained
+
+    assert asyncio.run(check()) == (False, True)
 
 
 @pytest.mark.django_db  # settling closes stale database connections, as around jobs
-def test_the_main_thread_sends_waiting_outcomes_with_one_try_and_keeps_them_while_down(
+def test_the_flusher_sends_waiting_outcomes_with_one_try_and_keeps_them_while_down(
     server: RestartableServer, queue: Queue
 ) -> None:
-    """Outcomes the main thread sends (they waited 20 ms) never hold up its beat:
-    with the server down it tries once, keeps them, and answers when to try
-    again; once the server is back they are recorded."""
+    """Outcomes the flusher sends (no claim took them within 20 ms) never hold the
+    worker up: with the server down it tries once and keeps them; once the
+    server is back they are recorded."""
     from django.tasks import task_backends
 
-    from django_emq.worker import FLUSH_AFTER, Finished, Running, Worker, WorkerOptions
+    from django_emq.worker import WorkerOptions
+    from django_emq.worker.jobs import Job
+    from django_emq.worker.outcomes import FLUSH_AFTER, Success
 
     backend = task_backends["default"]
     assert isinstance(backend, FairLanesBackend)
-    worker = Worker(backend, WorkerOptions(beat=0.5))
     engine = backend.queue("default")
-    engine.enqueue(lane_id("USR", 1), chaos_tasks.tick.module_path, ["x"])
-    claims = engine.claim(60_000, worker_id=worker.worker_id)
-    assert claims is not None
-    job = Running(engine, claims[0])
-    announced: list[str] = []
-    finished = Finished(job, '"x:1"', lambda: announced.append("x"), 0.0)
-    finished.at -= FLUSH_AFTER
-    worker.running[job.claim.job_id] = job
-    worker._unrecorded.append(finished)
+    enqueued = engine.enqueue(lane_id("USR", 1), chaos_tasks.tick.module_path, ["x"])
 
-    server.kill()
-    wait = worker._record_due()
-    assert wait is not None
-    assert 0 < wait <= 0.5
-    assert worker._unrecorded == [finished]
-    assert not job.settled.is_set()
-    server.start()
-    wait_for(lambda: worker._record_due() is None, what="the outcome recorded")
-    assert announced == ["x"]
-    assert job.settled.is_set()
-    assert worker.counts["done"] == 1
-    row = engine.job(job.claim.job_id)
+    async def check() -> tuple[bool, int, bool, int]:
+        core, _, shard = _parts(backend, WorkerOptions(beat=0.5))
+        claims = engine.claim(60_000, worker_id=core.plan.worker_id)
+        assert claims is not None
+        job = Job(shard, claims[0], time.monotonic() + 60)
+        core.held[job.job_id] = job
+        core.outcomes.add(Success(job, b'"x:1"', "x:1", time.monotonic() - FLUSH_AFTER))
+        server.kill()
+        assert not await core.outcomes.record(core.outcomes.take(), patient=False)
+        kept = len(core.outcomes)
+        settled_while_down = job.settled
+        server.start()
+        flusher = asyncio.create_task(core.outcomes.run(0.5))
+        while not job.settled:
+            await asyncio.sleep(0.01)
+        flusher.cancel()
+        await shard.client.aclose()
+        return settled_while_down, kept, job.settled, core.counts["done"]
+
+    assert asyncio.run(check()) == (False, 1, True, 1)
+    row = engine.job(enqueued.job_id)
     assert row is not None
     assert row["state"] == "done"

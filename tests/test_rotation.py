@@ -9,6 +9,7 @@ import redis
 from django_emq.engine.queue import Claim, Queue
 
 from .helpers import TASK, claim_one, claim_turn, fill, lane, on_ring, pending, ring
+from .invariants import check_invariants
 
 
 def _lanes_of(claims: list[Claim]) -> list[str]:
@@ -219,3 +220,65 @@ def test_max_jobs_cuts_a_weighted_turn_short(queue: Queue) -> None:
     second = queue.claim(1000, turns=3, max_jobs=10)
     assert second is not None
     assert [c.args for c in second] == [[2], [3], [4]]
+
+
+def test_a_weighted_lane_keeps_its_turn_across_claims_of_one_job(
+    r: redis.Redis, queue: Queue
+) -> None:
+    """A worker running slow jobs claims one at a time: the heavy lane still gets
+    its three jobs per turn of the ring, not one."""
+    heavy, light = lane(1), lane(2)
+    fill(queue, heavy, 60)
+    fill(queue, light, 60)
+    queue.set_weight(heavy, 3)
+    order = []
+    for _ in range(40):
+        claims = queue.claim(60_000, max_jobs=1)
+        assert claims is not None
+        order += _lanes_of(claims)
+    assert order == [heavy, heavy, heavy, light] * 10
+    check_invariants(queue)
+
+
+def test_claims_of_two_jobs_follow_the_same_order_as_claims_of_one(r: redis.Redis) -> None:
+    by_one, by_two = Queue("one", connection=r), Queue("two", connection=r)
+    for q in (by_one, by_two):
+        _build(q)
+    one: list[Claim] = []
+    two: list[Claim] = []
+    for _ in range(30):
+        one += by_one.claim(60_000, max_jobs=1) or []
+    for _ in range(15):
+        two += by_two.claim(60_000, turns=2, max_jobs=2) or []
+    assert [(c.lane, c.args) for c in one] == [(c.lane, c.args) for c in two]
+    check_invariants(by_one)
+    check_invariants(by_two)
+
+
+def test_a_saved_turn_ends_when_its_lane_leaves_the_head(r: redis.Redis, queue: Queue) -> None:
+    heavy, light = lane(1), lane(2)
+    fill(queue, heavy, 10)
+    fill(queue, light, 10)
+    queue.set_weight(heavy, 3)
+    queue.set_weight(light, 3)
+    assert _lanes_of(queue.claim(60_000, max_jobs=1) or []) == [heavy]
+    assert r.hgetall(queue.keys.turn) == {b"lane": heavy.encode(), b"credit": b"2"}
+    queue.pause(heavy)  # off the ring mid-turn
+    check_invariants(queue)
+    # the light lane is at the head now: whole turns of its own (3, then 2 of 3)
+    assert _lanes_of(queue.claim(60_000, turns=2, max_jobs=5) or []) == [light] * 5
+    assert r.hgetall(queue.keys.turn) == {b"lane": light.encode(), b"credit": b"1"}
+    queue.resume(heavy)
+    check_invariants(queue)
+
+
+def test_a_weighted_turn_cut_short_is_saved_only_while_its_lane_has_work(
+    r: redis.Redis, queue: Queue
+) -> None:
+    heavy = lane(1)
+    fill(queue, heavy, 2)
+    queue.set_weight(heavy, 5)
+    assert len(queue.claim(60_000, max_jobs=2) or []) == 2
+    assert r.exists(queue.keys.turn) == 0  # the lane emptied and left
+    assert ring(r, queue) == []
+    check_invariants(queue)

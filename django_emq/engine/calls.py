@@ -18,7 +18,7 @@ class Call(NamedTuple):
 
     script: str
     keys: list[str]
-    args: list[str | int]
+    args: list[str | int | bytes]
 
 
 def enqueue(
@@ -49,7 +49,7 @@ def enqueue(
         k.job(job_id),
         k.pending(lane),
     ]
-    args: list[str | int] = [
+    args: list[str | int | bytes] = [
         job_id,
         lane,
         task_path,
@@ -81,11 +81,12 @@ def claim(
         k.inflight,
         k.depths,
         k.stats,
+        k.turn,
     ]
     return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit, history, rate])
 
 
-def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str]], ttl_ms: int) -> Call:
+def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str | bytes]], ttl_ms: int) -> Call:
     """Record the success of each ``(job_id, token, result_json)`` of ``outcomes``."""
     keys = [
         k.ring,
@@ -97,10 +98,51 @@ def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str]], ttl_ms: int
         k.stats,
         k.wake,
     ]
-    args: list[str | int] = [k.prefix, ttl_ms]
+    args: list[str | int | bytes] = [k.prefix, ttl_ms]
     for job_id, token, result_json in outcomes:
         args += (job_id, token, result_json)
     return Call("complete", keys, args)
+
+
+def complete_claim(
+    k: QueueKeys,
+    outcomes: Sequence[tuple[str, int, str | bytes]],
+    ttl_ms: int,
+    lease_ms: int,
+    turns: int,
+    worker: str,
+    limit: int,
+    history: int,
+    rate: str = "",
+) -> Call:
+    """Record ``outcomes`` as :func:`complete` does, then claim as :func:`claim`
+    does (``limit`` 0: claim nothing), in one script call."""
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.active,
+        k.paused,
+        k.ceilings,
+        k.weights,
+        k.inflight,
+        k.depths,
+        k.stats,
+        k.turn,
+        k.wake,
+    ]
+    args: list[str | int | bytes] = [
+        k.prefix,
+        ttl_ms,
+        lease_ms,
+        turns,
+        worker,
+        limit,
+        history,
+        rate,
+    ]
+    for job_id, token, result_json in outcomes:
+        args += (job_id, token, result_json)
+    return Call("complete_claim", keys, args)
 
 
 def retry(

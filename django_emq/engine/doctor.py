@@ -51,6 +51,7 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "seq": "string",
     "wake": "list",
     "workers": "hash",
+    "turn": "hash",
     # lane policies (engine/policies.py)
     "max_depths": "hash",
     "unique": "hash",

@@ -70,6 +70,12 @@ class QueueKeys:
         return self._k("weights")
 
     @property
+    def turn(self) -> str:
+        """Hash: ``lane``, ``credit``: the rest of the head lane's weighted turn
+        when a claim cut it short (see ``lua/includes/claim_turns.lua``)."""
+        return self._k("turn")
+
+    @property
     def inflight(self) -> str:
         """Hash: lane -> number of its jobs in ``active`` (absent means 0)."""
         return self._k("inflight")

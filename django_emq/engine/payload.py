@@ -87,16 +87,28 @@ class JSONText(str):
     """JSON text :func:`encode_result` made: passed through as is, never encoded twice."""
 
 
-def encode_result(value: Any) -> JSONText:
-    """Encode a task's return value; refuses what JSON cannot hold. Text it made
-    before (a :class:`JSONText`) comes back unchanged, so a worker that checks a
-    value by encoding it does not pay for a second encoding when it records it."""
+def encode_result(value: Any, max_bytes: int | None = None) -> JSONText:
+    """Encode a task's return value; refuses (``InvalidArguments``) what JSON
+    cannot hold or Valkey cannot take: NaN and infinities, objects JSON does not
+    know, nesting deeper than the encoder recurses, text that is not valid
+    Unicode (a lone surrogate), and, given ``max_bytes``, a result larger than
+    that once encoded. Text it made before (a :class:`JSONText`) comes back
+    unchanged, so a worker that checks a value by encoding it does not pay for
+    a second encoding when it records it."""
     if isinstance(value, JSONText):
         return value
     try:
-        return JSONText(_dumps(value))
+        encoded = _dumps(value)
     except InvalidArguments as exc:
         raise InvalidArguments(f"a task's return value {exc}") from None
+    if max_bytes is not None:
+        size = len(encoded.encode())
+        if size > max_bytes:
+            raise InvalidArguments(
+                f"a task's return value is {size} bytes as JSON, over the {max_bytes}-byte "
+                "limit (EMQ['MAX_PAYLOAD']); store it elsewhere and return a reference to it"
+            )
+    return JSONText(encoded)
 
 
 def text(value: Any) -> str:

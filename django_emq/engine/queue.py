@@ -302,41 +302,36 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         worker_id: str | None = None,
         max_jobs: int | None = None,
     ) -> tuple[list[Claim], list[Exception | None]]:
-        """``complete_many``, then ``claim``, in one round trip.
+        """``complete_many``, then ``claim``, in one script call (one round
+        trip): the worker's hot path.
 
         Answers the claims and one entry per outcome: ``None`` when recorded,
         else what refused it (``StaleToken``, ``JobNotFound``, or the server's
-        error for the whole batch, a lost connection included), returned rather
-        than raised so the claims, whose leases are held, are never dropped. A
-        connection lost before any reply raises, as in ``complete_then_claim``.
+        refusal of the whole call, e.g. ``CorruptKeyspace``: then nothing was
+        written and nothing claimed), returned rather than raised so claims,
+        whose leases are held, are never dropped. Bad input raises before
+        anything is sent; a lost connection raises, as in
+        ``complete_then_claim``.
         """
-        take = self._claim_call(ClaimRequest(lease_ms, turns, worker_id, max_jobs))
-        done = self.complete_call(encode_outcomes(outcomes))
-        pipe = self.connection.pipeline(transaction=False)
-        if done is not None:
-            self._scripts.pipelined(done.script, done.keys, done.args, pipe)
-        self._scripts.pipelined(take.script, take.keys, take.args, pipe)
-        replies = pipe.execute(raise_on_error=False)
-        done_reply, take_reply = replies if done is not None else (None, replies[0])
-        # After a SCRIPT FLUSH the server ran neither: run them again, in order.
-        # The claim may have run (another client loaded it meanwhile): whatever
-        # the retried outcomes meet, its jobs are handed over, never dropped.
-        if done is not None and isinstance(done_reply, NoScriptError):
-            try:
-                done_reply = self._run(done)
-            except redis.RedisError as exc:
-                done_reply = exc
-        if isinstance(take_reply, NoScriptError):
-            try:
-                take_reply = self._run(take)
-            except redis.RedisError:  # the outcomes are recorded: claim again later
-                take_reply = None
-        claims = [] if isinstance(take_reply, Exception) else parse_claims(take_reply)
-        if done is None:
-            return claims, []
-        if isinstance(done_reply, Exception):
-            return claims, [script_error(done_reply)] * len(outcomes)
-        return claims, list(refusals(done.args[2::3], done_reply or []))
+        take = ClaimRequest(lease_ms, turns, worker_id, max_jobs).checked()
+        assert take.max_jobs is not None  # filled in by checked()
+        encoded = encode_outcomes(outcomes)
+        call = calls.complete_claim(
+            self.keys,
+            encoded,
+            self.result_ttl_ms,
+            take.lease_ms,
+            take.turns,
+            take.worker,
+            take.max_jobs,
+            self.history,
+            rate_arg(self.rate),
+        )
+        try:
+            codes, flat = self._run(call)
+        except redis.ResponseError as exc:
+            return [], [script_error(exc)] * len(outcomes)
+        return parse_claims(flat), list(refusals(call.args[8::3], codes))
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of

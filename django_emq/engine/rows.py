@@ -94,9 +94,32 @@ class WorkerBeat:
     beat_ms: int | None
 
 
-def heartbeat(*, host: str, pid: int, done: int, running: int, beat_ms: int) -> str:
-    """The record a worker's beat stores under its id."""
-    return json.dumps({"host": host, "pid": pid, "done": done, "beat": beat_ms, "running": running})
+def heartbeat(
+    *, host: str, pid: int, done: int, running: int, beat_ms: int, every_ms: int | None = None
+) -> str:
+    """The record a worker's beat stores under its id: ``beat_ms`` when it
+    beat (server ms), ``every_ms`` how often it beats."""
+    record: dict[str, Any] = {
+        "host": host,
+        "pid": pid,
+        "done": done,
+        "running": running,
+        "beat": beat_ms,
+    }
+    if every_ms is not None:
+        record["every"] = every_ms
+    return json.dumps(record, separators=(",", ":"))
+
+
+def heartbeat_is_stale(raw: Any, now_ms: int, default_every_ms: int, after_beats: int) -> bool:
+    """Whether a heartbeat record is older than ``after_beats`` of its worker's
+    beats (an unreadable record is kept: it may be another version's)."""
+    try:
+        record = json.loads(raw)
+        every = int(record.get("every") or default_every_ms)
+        return now_ms - int(record["beat"]) > after_beats * every
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return False
 
 
 def parse_heartbeat(worker_id: str, raw: Any) -> WorkerBeat:

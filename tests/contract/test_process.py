@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,12 +81,20 @@ def wait_for_line(process: subprocess.Popen[str], text: str) -> None:
 
 
 def wait_until_running(process: subprocess.Popen[str], result: TaskResult[Any, Any]) -> None:
-    """Until the worker says it started the job (the reference sleeps a second
-    and hopes it did): a job claimed but not started yet is handed back on a
-    signal, so the signal must come after this."""
-    wait_for_line(process, f"Task id={result.id} path={result.task.module_path} state=RUNNING")
-    result.refresh()
-    assert result.status == TaskResultStatus.RUNNING
+    """Until the job reads RUNNING (claimed by the worker), then half a second
+    for the worker to start it (the reference sleeps a second and hopes it
+    did): a job claimed but not started yet is handed back on a signal, so the
+    signal must come after this. The worker's log is not used: it leaves
+    Django's per-job lines out (its own line comes when a job ends)."""
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        assert process.poll() is None, "the worker exited before it ran the job"
+        result.refresh()
+        if result.status == TaskResultStatus.RUNNING:
+            break
+        assert time.monotonic() < deadline, f"job {result.id} never started"
+        time.sleep(0.02)
+    time.sleep(0.5)
 
 
 def test_run_subprocess(workers: Workers) -> None:

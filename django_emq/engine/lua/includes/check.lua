@@ -20,7 +20,7 @@
 
 local KEY_TYPES = {ring = 'list', onring = 'set', active = 'zset', schedule = 'zset',
   dead = 'zset', paused = 'set', ceilings = 'hash', weights = 'hash', inflight = 'hash',
-  depths = 'zset', stats = 'hash', seq = 'string', wake = 'list'}
+  depths = 'zset', stats = 'hash', seq = 'string', wake = 'list', turn = 'hash'}
 
 local function corrupt(key, detail)
   error({err = 'EMQCORRUPT ' .. key .. ' ' .. detail})

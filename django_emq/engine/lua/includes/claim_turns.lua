@@ -1,0 +1,241 @@
+-- @include "now_ms"
+-- @include "item_keys"
+-- @include "check"
+-- @include "counter"
+-- @include "rate"
+
+-- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate): take up to
+-- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
+-- claim reply (11 entries per job, see claim-10.lua) and, when a lane's own
+-- key held the wrong type, {key, error} of that key (nil otherwise); the
+-- caller decides whether that fails the call (see claim-10.lua).
+--
+-- Without weights a turn rotates the ring one step (LMOVE) and serves the lane
+-- it lands on; a lane left empty or at its ceiling leaves from the tail (RPOP).
+-- With weights a lane of weight w is served w jobs per turn, however many
+-- claims that takes: the lane at the head keeps serving while its turn has
+-- credit left (the hash Q.turn holds the lane and credit of a turn cut short),
+-- and rotates (LMOVE) once its turn is done, or leaves from the head (LPOP).
+-- A turn saved for a lane that is no longer at the head is ignored.
+--
+-- A job whose lease has expired before (its worker died or froze running it:
+-- maybe because of it) ends the claim: nothing is claimed after it, so if it
+-- kills this worker too it takes no prefetched job with it (its lane keeps
+-- the rest of its turn).
+--
+-- Keys are checked before the first write (check.lua). A lane's own keys
+-- (its pending set, its active set, its jobs' rows) are only known once the
+-- ring lands on it: a turn reads them first and puts back what it popped when
+-- one holds the wrong type, and the claim ends there.
+-- `keep`: how many of the latest claimers' ids a row keeps in `workers`.
+--
+-- Rate limits (includes/rate.lua; `rate` is the queue's default per lane,
+-- '<count>:<per_ms>' or ''): due throttled lanes rejoin the ring first; a
+-- rate-limited lane's turn serves no more than its window allows, and a lane
+-- whose window is full leaves the ring for `throttled`, as an empty one does.
+-- Q needs .ring, .onring, .active, .paused, .ceilings, .weights, .inflight,
+-- .depths, .stats, .turn.
+local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
+  -- Most queues set no weights or ceilings: then no turn looks them up.
+  local weighted = guard(Q.weights, 'HLEN', Q.weights) > 0
+  local capped = guard(Q.ceilings, 'HLEN', Q.ceilings) > 0
+  checkQ(Q, {'onring', 'active', 'inflight', 'depths', 'stats'})
+  local limited = rated(prefix, rate)
+  local dueNow = {}
+  if limited then
+    checkQ(Q, {'ring', 'paused'})
+    dueNow = dueLanes(prefix, nowMs(), turns)
+  end
+  local savedLane, savedCredit = nil, 0
+  if weighted then
+    local saved = guard(Q.turn, 'HMGET', Q.turn, 'lane', 'credit')
+    savedLane, savedCredit = saved[1], tonumber(saved[2]) or 0
+  end
+  local claimed = 0
+  local now = nowMs()
+  local deadline = now + leaseMs
+  local out = {}
+  -- deadline, id pairs for the active set, added CHUNK pairs at a time: one ZADD
+  -- for a worker's claim, and never more than unpack() can spread.
+  local leases, CHUNK = {}, 1000
+  local function addLeases()
+    if #leases > 0 then
+      redis.call('ZADD', Q.active, unpack(leases))
+      leases = {}
+    end
+  end
+
+  -- recent(list, id): the comma-separated worker ids with id added, the last
+  -- `keep` kept (the job's attempts counter says how many claims there were).
+  local function recent(list, id)
+    if not list or list == '' then return id end
+    local ids = {}
+    for w in string.gmatch(list, '[^,]+') do ids[#ids + 1] = w end
+    ids[#ids + 1] = id
+    local from = math.max(1, #ids - keep + 1)
+    return table.concat(ids, ',', from)
+  end
+
+  -- takeTurn(lane, pendingKey, k): pop up to k of the lane's jobs, read their
+  -- rows, then write. Returns (taken, suspect), or nil and the corrupt key's
+  -- error when a key of the lane holds the wrong type (nothing of the turn is
+  -- written then: what was popped is put back at its place).
+  local function takeTurn(lane, pendingKey, k)
+    local popped = redis.pcall('ZPOPMIN', pendingKey, k)
+    if popped.err then return nil, {pendingKey, popped.err} end
+    local laneActive = laneActiveKey(prefix, lane)
+    local rows, suspect, n = {}, false, 0
+    for i = 1, #popped, 2 do
+      local jk = jobKey(prefix, popped[i])
+      -- One read and one write of the row per job (the hot path's cost).
+      local row = redis.pcall('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'workers',
+        'started', 'attempts', 'expiries')
+      if row.err then
+        for j = 1, #popped, 2 do redis.call('ZADD', pendingKey, popped[j + 1], popped[j]) end
+        return nil, {jk, row.err}
+      end
+      n = n + 1
+      rows[n] = row
+      -- A job whose lease expired before ends the claim: the rest of the turn
+      -- goes back, in its mint places.
+      if (tonumber(row[8]) or 0) > 0 then
+        suspect = true
+        for j = i + 2, #popped, 2 do redis.call('ZADD', pendingKey, popped[j + 1], popped[j]) end
+        break
+      end
+    end
+    if n == 0 then return 0, false end
+    local mine = {}
+    for j = 1, n do
+      mine[2 * j - 1] = now
+      mine[2 * j] = popped[2 * j - 1]
+    end
+    local added = redis.pcall('ZADD', laneActive, unpack(mine))
+    if type(added) == 'table' and added.err then
+      for j = 1, #popped, 2 do redis.call('ZADD', pendingKey, popped[j + 1], popped[j]) end
+      return nil, {laneActive, added.err}
+    end
+    for j = 1, n do
+      local id, row = popped[2 * j - 1], rows[j]
+      local token = (tonumber(row[7]) or 0) + 1
+      local workers = recent(row[5], worker)
+      if not row[6] then row[6] = now end
+      -- group and seq are rewritten from where the job was popped: a row that
+      -- lost them (edited by hand) still settles and returns to its lane.
+      redis.call('HSET', jobKey(prefix, id), 'attempts', token, 'state', 'active',
+        'claimed', now, 'worker', worker, 'workers', workers, 'started', row[6],
+        'group', lane, 'seq', popped[2 * j])
+      leases[#leases + 1] = deadline
+      leases[#leases + 1] = id
+      if #leases >= 2 * CHUNK then addLeases() end
+      local o = #out
+      out[o + 1] = id; out[o + 2] = lane; out[o + 3] = token; out[o + 4] = row[1]
+      out[o + 5] = row[2]; out[o + 6] = row[3]; out[o + 7] = row[4]; out[o + 8] = deadline
+      out[o + 9] = workers; out[o + 10] = row[6]; out[o + 11] = tonumber(row[8]) or 0
+    end
+    addCount(Q.inflight, lane, n, function() return redis.call('ZCARD', laneActive) end)
+    return n, suspect
+  end
+
+  if #dueNow > 0 then unthrottle(Q, prefix, dueNow) end  -- the first write
+  local turnLane, turnCredit = nil, 0 -- the last turn, when it was cut short
+  local suspect, broken = false, nil
+  for turn = 1, turns do
+    if claimed >= limit or suspect then break end
+    local lane, credit
+    if weighted then
+      lane = guard(Q.ring, 'LINDEX', Q.ring, 0)
+      if not lane then break end
+      credit = tonumber(redis.call('HGET', Q.weights, lane)) or 1
+      if lane == savedLane and savedCredit > 0 and savedCredit < credit then
+        credit = savedCredit
+      end
+      savedLane = nil
+    else
+      if turn == 1 then
+        lane = guard(Q.ring, 'LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
+      else
+        lane = redis.call('LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
+      end
+      if not lane then break end
+      credit = 1
+    end
+    local pendingKey = laneKey(prefix, lane)
+    local k = credit
+    if limit - claimed < k then k = limit - claimed end
+    local ceiling, inflight = nil, 0
+    if capped then
+      ceiling = tonumber(redis.call('HGET', Q.ceilings, lane))
+      if ceiling then
+        inflight = tonumber(redis.call('HGET', Q.inflight, lane)) or 0
+        if ceiling - inflight < k then k = ceiling - inflight end
+      end
+    end
+    local count, per
+    if limited then count, per = laneRate(prefix, lane, rate) end
+    if count then
+      local room, bad = rateRoom(prefix, lane, now, count, per)
+      if room == nil then
+        broken = bad
+        break
+      end
+      if room < k then k = room end
+    end
+    local left = 0
+    if k > 0 then
+      local taken, flag = takeTurn(lane, pendingKey, k)
+      if taken == nil then
+        broken = flag
+        break
+      end
+      suspect = flag
+      if taken == 0 then redis.call('ZREM', Q.depths, lane) end  -- the index said too many
+      if taken > 0 then
+        claimed = claimed + taken
+        credit = credit - taken
+        inflight = inflight + taken
+        -- The depth index answers what is left; an index that says nothing is
+        -- left is checked against the lane itself before the lane leaves (and
+        -- mended if it was wrong).
+        left = tonumber(redis.call('ZINCRBY', Q.depths, -taken, lane))
+        if left <= 0 then
+          redis.call('ZREM', Q.depths, lane)
+          left = redis.call('ZCARD', pendingKey)
+          if left > 0 then redis.call('ZADD', Q.depths, left, lane) end
+        end
+      end
+      k = taken
+    end
+    local throttled = count and rateTaken(prefix, lane, now, count, per, math.max(k, 0))
+    local leaves = left <= 0 or (ceiling and inflight >= ceiling) or k <= 0 or throttled
+    if not weighted then
+      -- The lane is at the tail now: leave with RPOP when it is no longer serviceable.
+      if leaves then
+        redis.call('RPOP', Q.ring)
+        redis.call('SREM', Q.onring, lane)
+      end
+    elseif leaves then
+      redis.call('LPOP', Q.ring)
+      redis.call('SREM', Q.onring, lane)
+    elseif credit > 0 then
+      -- cut short (by the limit or a suspect): the lane keeps the head and the
+      -- rest of its turn, for the next claim
+      turnLane, turnCredit = lane, credit
+      break
+    else
+      redis.call('LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
+    end
+  end
+  addLeases()
+  if weighted then
+    if turnLane then
+      redis.call('HSET', Q.turn, 'lane', turnLane, 'credit', turnCredit)
+    elseif savedCredit > 0 then
+      redis.call('DEL', Q.turn)
+    end
+  end
+  if claimed > 0 then
+    addCount(Q.stats, 'pending', -claimed, 0)
+  end
+  return out, broken
+end

@@ -1,0 +1,84 @@
+-- @include "now_ms"
+-- @include "item_keys"
+-- @include "check"
+-- @include "counter"
+-- @include "fence"
+-- @include "ring"
+-- @include "policies"
+
+-- completeJobs(Q, prefix, ttl, argv, first): record the success of the jobs
+-- named in argv[first..] (one triple each: id, token, result JSON), each
+-- fenced by its own token. A refused job (no such job, stale token) changes
+-- nothing and the others are still recorded; a job named twice is recorded
+-- once, its second entry refused. Each lane's in-flight count drops once for
+-- all its jobs, so a lane held at its ceiling may rejoin the ring.
+--
+-- Read and check first, write last: every row is fenced and every key the
+-- writes touch is checked (check.lua) before the first write, so a key of the
+-- wrong type fails the whole call with nothing written.
+--
+-- A finished job frees the unique key it holds (includes/policies.lua).
+--
+-- Returns one code per job: 1 recorded, -1 no such job, -2 stale token.
+-- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight, .stats, .wake.
+local function completeJobs(Q, prefix, ttl, argv, first)
+  local codes, done, byLane, lanes, seen = {}, {}, {}, {}, {}
+
+  -- reads: fence every job (a job named twice is refused the second time)
+  for i = first, #argv, 3 do
+    local id = argv[i]
+    local lane = fence(jobKey(prefix, id), argv[i + 1])
+    if type(lane) == 'string' and seen[id] then lane = -2 end
+    if type(lane) == 'number' then
+      codes[#codes + 1] = lane
+    else
+      seen[id] = true
+      codes[#codes + 1] = 1
+      done[#done + 1] = i
+      local ids = byLane[lane]
+      if not ids then
+        ids = {}
+        byLane[lane] = ids
+        lanes[#lanes + 1] = lane
+      end
+      ids[#ids + 1] = id
+    end
+  end
+  if #done == 0 then return codes end
+
+  -- checks: the keys the writes touch, and which lanes rejoin the ring
+  checkQ(Q, {'active', 'inflight', 'stats'})
+  local joins, anyJoins = {}, false
+  for _, lane in ipairs(lanes) do
+    expectType(laneActiveKey(prefix, lane), 'zset')
+    joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
+    anyJoins = anyJoins or joins[lane]
+  end
+  if anyJoins then checkQ(Q, {'ring', 'wake'}) end
+  local uniques = anyUnique(prefix)
+
+  -- writes
+  local now = nowMs()
+  local ids = {}
+  for _, i in ipairs(done) do
+    local id = argv[i]
+    local jk = jobKey(prefix, id)
+    ids[#ids + 1] = id
+    if uniques then releaseUnique(prefix, jk, id) end
+    if ttl > 0 then
+      redis.call('HSET', jk, 'state', 'done', 'finished', now, 'result', argv[i + 2])
+      redis.call('PEXPIRE', jk, ttl)
+    else
+      redis.call('DEL', jk)
+    end
+  end
+  redis.call('ZREM', Q.active, unpack(ids))
+  addCount(Q.stats, 'completed', #ids, #ids)
+  for _, lane in ipairs(lanes) do
+    local laneActive = laneActiveKey(prefix, lane)
+    redis.call('ZREM', laneActive, unpack(byLane[lane]))
+    dropInflight(Q, lane, #byLane[lane], laneActive)
+    if joins[lane] then enterRing(Q, lane) end
+  end
+  return codes
+end

@@ -1,0 +1,169 @@
+"""The worker's periodic duties, once a beat: extend the leases it holds (every
+one of them in one pipelined round trip per server), reap expired leases of
+dead workers, promote due scheduled jobs, report in (heartbeat), prune the
+heartbeats of workers that stopped beating, touch the health file."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import NoScriptError
+
+from ..engine import calls
+from ..engine.payload import text
+from ..engine.rows import heartbeat, heartbeat_is_stale
+from ..exceptions import JobError, check_code
+from .client import AsyncClient
+from .jobs import Job
+from .outcomes import CALL_ERRORS
+from .shard import Shard
+
+logger = logging.getLogger("django_emq.worker")
+
+#: A heartbeat older than this many of its worker's beats is pruned.
+PRUNE_AFTER_BEATS = 5
+
+
+class Beat:
+    """One worker's beat over its shards."""
+
+    def __init__(
+        self,
+        shards: list[Shard],
+        worker_id: str,
+        lease_ms: int,
+        beat_s: float,
+        health_file: Path | None,
+        counts: Callable[[], tuple[int, int]],
+        ticker: Callable[[], object] | None = None,
+    ) -> None:
+        self.shards = shards
+        self.worker_id = worker_id
+        self.lease_ms = lease_ms
+        self.beat_s = beat_s
+        self.health_file = health_file
+        self._counts = counts  # (done, running)
+        #: Enqueues the periodic schedules' due ticks (a blocking call, run in a thread).
+        self._ticker = ticker
+        self._offset_ms = 0  # server clock minus ours, from the last beat
+        self._host = socket.gethostname()
+
+    async def __call__(self, held: Iterable[Job]) -> None:
+        """One beat. A call whose server cannot answer is skipped, not the rest:
+        on a cluster the nodes that answer get their beat while another fails over."""
+        jobs = [job for job in held if not job.settled and not job.lost]
+        missed: list[Exception] = []
+        for client, shards in self._by_client():
+            try:
+                await self._extend(client, [j for j in jobs if j.shard in shards])
+            except CALL_ERRORS as exc:
+                missed.append(exc)
+        for shard in self.shards:
+            try:
+                await shard.reap()
+                await shard.promote()
+                await self._report(shard)
+            except CALL_ERRORS as exc:
+                missed.append(exc)
+        if self._ticker is not None:
+            try:  # each due tick is enqueued by one worker only (django_emq.schedules)
+                await asyncio.to_thread(self._ticker)
+            except CALL_ERRORS as exc:
+                missed.append(exc)
+        if missed:  # never fatal: tried again at the next beat
+            logger.warning("beat: %s; will retry", missed[0])
+        if self.health_file is not None:
+            self.health_file.touch()
+
+    def _by_client(self) -> list[tuple[AsyncClient, list[Shard]]]:
+        """Shards that one pipeline may serve: all of them on one server, one
+        shard at a time on a cluster."""
+        client = self.shards[0].client
+        if isinstance(client, RedisCluster):
+            return [(s.client, [s]) for s in self.shards]
+        return [(client, self.shards)]
+
+    async def _extend(self, client: AsyncClient, jobs: list[Job]) -> None:
+        """Extend every lease in ``jobs`` in one round trip. A refused extension
+        marks the job lost: its lease moved on (it expired and was reaped, or the
+        row is gone), so it is not extended again and, waiting, never starts."""
+        if not jobs:
+            return
+        sent = time.monotonic()
+        built = [calls.extend(j.shard.keys, j.job_id, j.claim.token, self.lease_ms) for j in jobs]
+        replies = await _pipelined(client, jobs[0].shard, built)
+        for job, reply in zip(jobs, replies, strict=True):
+            if isinstance(reply, Exception) and not isinstance(reply, JobError):
+                raise reply
+            try:
+                check_code(reply, job.job_id)
+            except JobError:
+                if not job.settled:  # else it just finished: nothing lost
+                    job.lost = True
+                    logger.warning(
+                        "job %s: lease expired before it could be extended; another worker "
+                        "may run it, and this run's outcome will be refused",
+                        job.job_id,
+                    )
+                continue
+            job.lease_until = sent + self.lease_ms / 1000
+
+    async def _report(self, shard: Shard) -> None:
+        """Write this worker's heartbeat and prune those that stopped (one round
+        trip, a second only when something is pruned)."""
+        done, running = self._counts()
+        every_ms = int(self.beat_s * 1000)
+        record = heartbeat(
+            host=self._host,
+            pid=os.getpid(),
+            done=done,
+            running=running,
+            beat_ms=int(time.time() * 1000) + self._offset_ms,
+            every_ms=every_ms,
+        )
+        client = shard.client
+        pipe = client.pipeline(transaction=False)
+        pipe.time()
+        pipe.hset(shard.keys.workers, self.worker_id, record)
+        pipe.hgetall(shard.keys.workers)
+        (seconds, micros), _, beats = await pipe.execute()
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        self._offset_ms = now_ms - int(time.time() * 1000)
+        stale = _stale(beats, now_ms, every_ms)
+        if stale:
+            await client.hdel(shard.keys.workers, *stale)
+
+    async def forget(self) -> None:
+        for shard in self.shards:
+            with contextlib.suppress(*CALL_ERRORS):
+                await shard.client.hdel(shard.keys.workers, self.worker_id)
+
+
+def _stale(beats: Mapping[Any, Any], now_ms: int, every_ms: int) -> list[str]:
+    return [
+        text(w)
+        for w, raw in beats.items()
+        if heartbeat_is_stale(raw, now_ms, every_ms, PRUNE_AFTER_BEATS)
+    ]
+
+
+async def _pipelined(client: AsyncClient, shard: Shard, built: list[calls.Call]) -> list[Any]:
+    """Run ``built`` in one pipeline; calls the server could not find the script
+    for (after a ``SCRIPT FLUSH``) are loaded and run again."""
+    pipe = client.pipeline(transaction=False)
+    for call in built:
+        shard.scripts.queue(pipe, call)
+    replies: list[Any] = await pipe.execute(raise_on_error=False)
+    missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+    for i in missing:
+        replies[i] = await shard.scripts(built[i])
+    return replies

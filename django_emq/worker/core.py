@@ -1,0 +1,337 @@
+"""The execution core: claims exactly the free slots, runs each job (coroutine
+tasks on the event loop, sync tasks on the threads), and hands outcomes on.
+
+A worker of ``concurrency`` N holds at most N + ``window`` jobs: the window
+lets it claim short jobs ahead (up to ``prefetch`` - 1 of them) while the
+jobs it runs take well under :data:`BATCH_TARGET`; for longer jobs it is 0,
+so a claim asks for exactly the slots that are free. Every job is checked
+just before it starts: one whose lease is not surely still this worker's
+(lost, or its deadline close by the worker's own clock) is handed back
+instead (:meth:`~django_emq.worker.jobs.Job.may_start`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import time
+from collections import Counter, deque
+from collections.abc import Coroutine
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import close_old_connections
+from django.tasks import TaskResult, TaskResultStatus
+from django.tasks.signals import task_finished
+
+from ..backend import FairLanesBackend
+from ..engine.queue import Claim
+from ..exceptions import JobError
+from .execute import (
+    Done,
+    Failed,
+    Outcome,
+    Policy,
+    aexecute,
+    execute,
+    is_async,
+    load_task,
+    running_result,
+)
+from .jobs import Job
+from .logs import job_line
+from .options import Plan
+from .outcomes import CALL_ERRORS, Outcomes, Success
+from .shard import Shard
+from .threads import Threads
+
+logger = logging.getLogger("django_emq.worker")
+
+#: Jobs are claimed ahead while the ones run take less than this on average.
+BATCH_TARGET = 0.01
+#: How much of the lease must be left, by the worker's own clock, for a job to start.
+START_MARGIN = 0.25
+
+
+class Core:
+    """One worker's jobs, from claim to settled outcome (see the module docstring)."""
+
+    def __init__(self, plan: Plan, policy: Policy) -> None:
+        self.plan = plan
+        self.policy = policy
+        self.margin = plan.lease_s * START_MARGIN
+        #: Every job claimed and not settled yet, by id.
+        self.held: dict[str, Job] = {}
+        #: Claimed jobs that have not finished running (waiting or running).
+        self.executing = 0
+        #: Held jobs that expired before (their worker died or froze running them).
+        self.suspects = 0
+        self.claimed = 0
+        self.counts: Counter[str] = Counter()
+        self.window = 0
+        self._average: float | None = None
+        self._running_async = 0
+        self._waiting_async: deque[Job] = deque()
+        self.stopping = False
+        #: Something changed: a job ended, slots freed, the worker was told to stop.
+        self.changed = asyncio.Event()
+        self.outcomes = Outcomes(self._recorded, plan.lease_ms, plan.worker_id)
+        self.threads = Threads(plan.threads, self._run_sync, self._delivered)
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    async def wait(self, timeout: float | None = None) -> None:
+        """Until something changes (a job ends, slots free, a stop), at most ``timeout``."""
+        self.changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.changed.wait(), timeout)
+
+    # -- claiming ----------------------------------------------------------------
+
+    def want(self) -> int:
+        """How many jobs a claim asks for now: the free slots (and window), none
+        while stopping, at ``max_jobs``, or while a suspect is held."""
+        if self.stopping or self.suspects:
+            return 0
+        capacity = self.plan.concurrency + self.window
+        free = capacity - self.executing
+        if self.plan.max_jobs is not None:
+            free = min(free, self.plan.max_jobs - self.claimed)
+        if free <= 0:
+            return 0
+        waiting = len(self._waiting_async) + self.threads.waiting()
+        if waiting and free < max(1, capacity // 2):  # enough queued: claim in bigger bites
+            return 0
+        return free
+
+    def register(self, shard: Shard, claims: list[Claim], sent: float) -> None:
+        """Claims that came back (``sent``: when the claim was sent, monotonic):
+        held from now on (the beat extends them), dispatched in claim order."""
+        lease = self.plan.lease_s
+        for claim in claims:
+            job = Job(shard, claim, sent + lease)
+            self.held[claim.job_id] = job
+            self.executing += 1
+            self.claimed += 1
+            if claim.expiries:
+                self.suspects += 1
+            self._dispatch(job)
+
+    def _dispatch(self, job: Job) -> None:
+        loaded = load_task(job.claim, self.policy)
+        if isinstance(loaded, Failed):  # it can never run here: recorded at once
+            self._ran(job, loaded)
+            return
+        job.task = loaded
+        if job.claim.expiries:  # it may kill this worker: nothing else in flight then
+            self.spawn(self._start_suspect(job))
+        else:
+            self._queue(job)
+
+    def _queue(self, job: Job) -> None:
+        assert job.task is not None
+        if is_async(job.task):
+            self._waiting_async.append(job)
+            self._start_async()
+        else:
+            self.threads.submit(job)
+
+    async def _start_suspect(self, job: Job) -> None:
+        """Start a job whose lease expired before once every other job is settled:
+        if it kills this worker too, nothing finished is lost with it."""
+        while self.executing > 1 or self.outcomes.sending or len(self.outcomes):
+            await self.outcomes.flush_all()
+            if self.executing > 1 or self.outcomes.sending:
+                await self.wait()
+        self._queue(job)
+
+    # -- running -----------------------------------------------------------------
+
+    def _start_async(self) -> None:
+        while self._waiting_async and self._running_async < self.plan.concurrency:
+            job = self._waiting_async.popleft()
+            if self.stopping or not job.may_start(self.margin):
+                self._not_started(job)
+                continue
+            self._running_async += 1
+            job.started = time.monotonic()
+            self.spawn(self._run_async(job))
+
+    async def _run_async(self, job: Job) -> None:
+        assert job.task is not None
+        job.result = running_result(job.task, job.claim, self.policy.alias)
+        try:
+            outcome = await aexecute(job.task, job.result, job.claim.token, self.policy)
+        finally:
+            self._running_async -= 1
+            job.ended = time.monotonic()
+        self._ran(job, outcome)
+        self._start_async()
+
+    def _run_sync(self, job: Job) -> Outcome | None:
+        """On a worker thread: run ``job``, or ``None`` when it may not start."""
+        assert job.task is not None
+        if self.stopping or not job.may_start(self.margin):
+            return None
+        job.started = time.monotonic()
+        job.result = running_result(job.task, job.claim, self.policy.alias)
+        try:
+            return execute(job.task, job.result, job.claim.token, self.policy)
+        finally:
+            job.ended = time.monotonic()
+
+    def _delivered(self, done: list[tuple[Job, Outcome | None]]) -> None:
+        for job, outcome in done:
+            if outcome is None:
+                self._not_started(job)
+            else:
+                self._ran(job, outcome)
+
+    def take_back(self) -> list[Job]:
+        """The jobs claimed ahead that no slot has started (the worker is stopping)."""
+        jobs = list(self._waiting_async) + self.threads.take_back()
+        self._waiting_async.clear()
+        return jobs
+
+    # -- outcomes ----------------------------------------------------------------
+
+    def _ran(self, job: Job, outcome: Outcome) -> None:
+        """``job`` finished running (or could not run): its outcome goes on."""
+        if self.held.get(job.job_id) is not job:  # released meanwhile (past the grace)
+            return
+        if job.started:
+            self._learn(job.duration)
+        if isinstance(outcome, Done):  # recorded later, with a claim: the slot is free now
+            self._stopped_executing(job)
+            self.outcomes.add(Success(job, outcome.encoded, outcome.value))
+        else:  # recorded at once; the slot is free once it is
+            self.spawn(self._record_failure(job, outcome))
+
+    def _stopped_executing(self, job: Job) -> None:
+        self.executing -= 1
+        if job.claim.expiries:
+            self.suspects -= 1
+        self.changed.set()
+
+    def _learn(self, duration: float) -> None:
+        """Claim ahead while jobs are short: the window holds about
+        ``BATCH_TARGET`` of work, at most ``prefetch`` - 1 jobs."""
+        avg = self._average = duration if self._average is None else (
+            0.8 * self._average + 0.2 * duration
+        )  # fmt: skip
+        self.window = min(self.plan.prefetch - 1, int(BATCH_TARGET / max(avg, 1e-5)))
+
+    async def _record_failure(self, job: Job, failed: Failed) -> None:
+        try:
+            state = await self.outcomes.fail(job, failed)
+        except CALL_ERRORS as exc:
+            logger.error("job %s: the worker failed to record its failure (%r)", job.job_id, exc)
+            state = "stale"
+        finally:
+            self._stopped_executing(job)
+        job.settled = True
+        self.ended(job, state, failed.reason)
+        if state == "dead" and job.result is not None:
+            self._announce([(job, TaskResultStatus.FAILED, None)])
+
+    def _recorded(self, batch: list[Success], refusals: list[Exception | None]) -> None:
+        """Successes recorded (``None``) or refused: settled, announced."""
+        announce = []
+        for success, error in zip(batch, refusals, strict=True):
+            job = success.job
+            job.settled = True
+            if error is None:
+                self.ended(job, "done")
+                announce.append((job, TaskResultStatus.SUCCESSFUL, success.value))
+            elif isinstance(error, JobError):
+                self.ended(job, "stale", "lease lost to a newer attempt; outcome refused")
+            else:
+                self.ended(job, "stale", f"the worker failed to record its outcome ({error!r})")
+        self._announce(announce)
+
+    def _not_started(self, job: Job) -> None:
+        """``job`` will not start: the worker is stopping, or its lease is not safe.
+        It goes back to the head of its lane (refused, and so harmless, if the
+        lease moved on)."""
+        self._stopped_executing(job)
+        outcome = "released" if self.stopping else "dropped"
+        reason = None if self.stopping else "its lease may have run out; not started"
+        self.spawn(self.release(job, outcome, reason))
+
+    async def release(self, job: Job, outcome: str = "released", reason: str | None = None) -> None:
+        try:
+            await job.shard.release(job.job_id, job.claim.token)
+        except JobError:  # the lease moved on, or the row is gone: nothing to hand back
+            pass
+        except CALL_ERRORS as exc:
+            logger.warning("job %s: could not release (%s); its lease will expire", job.job_id, exc)
+        job.settled = True
+        self.ended(job, outcome, reason)
+
+    def ended(self, job: Job, outcome: str, reason: str | None = None) -> None:
+        if self.held.pop(job.job_id, None) is None:
+            return
+        self.counts[outcome] += 1
+        job_line(job, outcome, reason)
+        self.changed.set()
+
+    def _announce(self, items: list[tuple[Job, TaskResultStatus, Any]]) -> None:
+        """``task_finished`` for each recorded job, when anything listens: sync
+        tasks' from a worker thread, coroutine tasks' with ``asend``."""
+        if not items or not task_finished.has_listeners(FairLanesBackend):
+            return
+        sync: list[TaskResult[Any, Any]] = []
+        coros: list[TaskResult[Any, Any]] = []
+        for job, status, value in items:
+            if job.result is None:
+                continue
+            result = finished_result(job.result, status, value)
+            (coros if job.task is not None and is_async(job.task) else sync).append(result)
+        if sync:
+            self.threads.call(functools.partial(_send_finished, sync))
+        for result in coros:
+            self.spawn(task_finished.asend(FairLanesBackend, task_result=result))
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("a worker task failed", exc_info=task.exception())
+
+    async def settle_tasks(self) -> None:
+        """Wait for the failure records and releases under way."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
+
+    def cancel_running(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+
+def finished_result(
+    result: TaskResult[Any, Any], status: TaskResultStatus, value: Any
+) -> TaskResult[Any, Any]:
+    object.__setattr__(result, "status", status)
+    object.__setattr__(result, "finished_at", datetime.now(UTC))
+    if status == TaskResultStatus.SUCCESSFUL:
+        object.__setattr__(result, "_return_value", value)
+    return result
+
+
+def _send_finished(results: list[TaskResult[Any, Any]]) -> None:
+    """On a worker thread: ``task_finished`` for each; connections the receivers
+    opened are closed after, as around a job."""
+    try:
+        for result in results:
+            try:
+                task_finished.send(FairLanesBackend, task_result=result)
+            except Exception:
+                logger.exception("job %s: a task_finished receiver failed", result.id)
+    finally:
+        close_old_connections()

@@ -1,0 +1,172 @@
+"""Run one claimed job and answer its outcome as a value: :class:`Done` (the
+result, encoded and checked) or :class:`Failed` (the error to record, retried
+after a delay or dead now). Nothing here talks to Valkey: recording is the
+caller's, so whatever goes wrong with one job stays with that job.
+
+:func:`execute` runs a sync task (on a worker thread, database connections
+closed around it); :func:`aexecute` awaits a coroutine task on the event loop.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from dataclasses import dataclass
+from inspect import iscoroutinefunction
+from typing import Any
+
+from django.db import close_old_connections
+from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus
+from django.tasks.signals import task_started
+from django.utils.json import normalize_json
+from django.utils.module_loading import import_string
+
+from ..backend import FairLanesBackend, moment, task_error
+from ..engine.payload import encode_result
+from ..engine.queue import Claim
+from ..exceptions import CorruptJob, InvalidArguments
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The task returned: its result as it will be recorded (UTF-8 JSON)."""
+
+    encoded: bytes
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The task failed, or could not run: ``error`` (``task_error`` JSON) is
+    recorded; retried after ``delay_ms``, or dead now when that is ``None``."""
+
+    error: str
+    delay_ms: int | None
+    #: What went wrong, in one line (the exception's class and message).
+    reason: str
+
+
+Outcome = Done | Failed
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What running a job needs besides the job: the backend alias, the retry
+    back-off and the largest result kept."""
+
+    alias: str
+    backoff: float
+    backoff_max: float
+    max_result: int
+
+    def delay_ms(self, attempt: int) -> int:
+        """Exponential back-off with full jitter: uniform in [0, min(max, base * 2**(n-1))]."""
+        cap = min(self.backoff_max, self.backoff * 2 ** max(0, attempt - 1))
+        return int(random.uniform(0, cap) * 1000)
+
+
+def load_task(claim: Claim, policy: Policy) -> Task[Any, Any] | Failed:
+    """The claim's task, or why it cannot run: a corrupt row or a path that is not
+    a task is dead now; a path that does not import is retried (during a rolling
+    deploy an old worker may meet a task only the new code has)."""
+    if claim.defect is not None:
+        return Failed(task_error(CorruptJob(claim.job_id, claim.defect), claim.defect), None,
+                      claim.defect)  # fmt: skip
+    try:
+        task = import_string(claim.task_path)
+    except ImportError as exc:
+        reason = f"cannot load task {claim.task_path}: {exc!r}"
+        return Failed(task_error(exc, reason), policy.delay_ms(claim.token), reason)
+    if not isinstance(task, Task):
+        bad = TypeError(f"{claim.task_path} is not a django.tasks Task")
+        reason = f"cannot load task {claim.task_path}: {bad!r}"
+        return Failed(task_error(bad, reason), None, reason)
+    return task
+
+
+def is_async(task: Task[Any, Any]) -> bool:
+    return iscoroutinefunction(task.func)
+
+
+def running_result(task: Task[Any, Any], claim: Claim, alias: str) -> TaskResult[Any, Any]:
+    """The RUNNING ``TaskResult`` a claim stands for (its arguments decoded once,
+    by the claim)."""
+    return TaskResult(
+        task=task,
+        id=claim.job_id,
+        status=TaskResultStatus.RUNNING,
+        enqueued_at=moment(claim.enqueued_ms),
+        started_at=moment(claim.started_ms),
+        last_attempted_at=moment(int(time.time() * 1000)),
+        finished_at=None,
+        args=claim.args,
+        kwargs=claim.kwargs,
+        backend=alias,
+        errors=[],
+        worker_ids=list(claim.worker_ids),
+    )
+
+
+def execute(
+    task: Task[Any, Any], result: TaskResult[Any, Any], attempt: int, policy: Policy
+) -> Outcome:
+    """Run a sync task (on a worker thread): ``task_started``, the call, the
+    result checked; database connections closed before and after."""
+    close_old_connections()
+    try:
+        task_started.send(FairLanesBackend, task_result=result)
+        if task.takes_context:
+            value = task.func(TaskContext(task_result=result), *result.args, **result.kwargs)
+        else:
+            value = task.func(*result.args, **result.kwargs)
+        return finish(value, attempt, policy)
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt from a task fail it too
+        return failed(exc, attempt, policy)
+    finally:
+        close_old_connections()
+
+
+async def aexecute(
+    task: Task[Any, Any], result: TaskResult[Any, Any], attempt: int, policy: Policy
+) -> Outcome:
+    """Await a coroutine task on the event loop (``task_started`` is sent with
+    ``asend`` when anything listens, so sync receivers run off the loop)."""
+    try:
+        if task_started.has_listeners(FairLanesBackend):
+            await task_started.asend(FairLanesBackend, task_result=result)
+        if task.takes_context:
+            value = await task.func(TaskContext(task_result=result), *result.args, **result.kwargs)
+        else:
+            value = await task.func(*result.args, **result.kwargs)
+        return finish(value, attempt, policy)
+    except BaseException as exc:  # CancelledError included: the worker is going away
+        return failed(exc, attempt, policy)
+
+
+def finish(value: Any, attempt: int, policy: Policy) -> Outcome:
+    """A returned value as it will be recorded; what JSON or Valkey cannot hold
+    (NaN, a lone surrogate, too deep, too big) fails the job here, alone."""
+    try:
+        try:
+            normalized = normalize_json(value)
+        except RecursionError:
+            raise InvalidArguments("a task's return value is nested too deeply for JSON") from None
+        return Done(encode_result(normalized, policy.max_result).encode(), value)
+    except (ValueError, TypeError) as exc:
+        return failed(exc, attempt, policy)
+
+
+def failed(exc: BaseException, attempt: int, policy: Policy) -> Failed:
+    """A task's exception as the failure to record, retried after the back-off."""
+    text = "".join(traceback.format_exception(exc))
+    return Failed(task_error(exc, text), policy.delay_ms(attempt), describe(exc))
+
+
+def describe(exc: BaseException) -> str:
+    """``RuntimeError('boom')``: one line naming an exception, whatever its text
+    holds (``repr`` escapes what a log stream could not write)."""
+    try:
+        return repr(exc)[:500]
+    except Exception:
+        return type(exc).__name__

@@ -1,0 +1,53 @@
+"""A job the worker holds, from its claim until its outcome is recorded."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..engine.queue import Claim
+
+if TYPE_CHECKING:
+    from django.tasks import Task, TaskResult
+
+    from .shard import Shard
+
+
+@dataclass(eq=False, slots=True)
+class Job:
+    """One claimed job. The event loop owns every field but ``started``, which
+    the thread that runs a sync job sets (a plain store: the loop only reads it).
+    """
+
+    shard: Shard
+    claim: Claim
+    #: Monotonic time before which the lease is surely this worker's: when the
+    #: claim (or the last extension) was sent, plus the lease.
+    lease_until: float
+    task: Task[Any, Any] | None = None
+    result: TaskResult[Any, Any] | None = None
+    #: When it started (monotonic); 0 while it waits (prefetched).
+    started: float = 0.0
+    #: When it finished running (monotonic); 0 until then.
+    ended: float = 0.0
+    #: An extension was refused: the lease moved on (reaped, deleted), so it is
+    #: not extended again and, if it has not started, never starts.
+    lost: bool = False
+    #: Its outcome is recorded (or refused): the lease is not the worker's to extend.
+    settled: bool = False
+
+    @property
+    def job_id(self) -> str:
+        return self.claim.job_id
+
+    def may_start(self, margin: float) -> bool:
+        """Whether the lease is still surely this worker's for at least ``margin``
+        seconds, by the worker's own clock: a job prefetched before the worker
+        froze (or lost the server) must not start on a lease another worker may
+        hold by now."""
+        return not self.lost and time.monotonic() + margin < self.lease_until
+
+    @property
+    def duration(self) -> float:
+        return max(0.0, self.ended - self.started) if self.started else 0.0

@@ -1,0 +1,91 @@
+"""What a worker is told (:class:`WorkerOptions`, shared with ``run_emq_worker``)
+and what it makes of it with the ``EMQ`` settings (:class:`Plan`)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..conf import DEFAULT_THREADS, MAX_PREFETCH, emq_settings
+from ..engine.queue import WORKER_ID_RE
+
+
+@dataclass
+class WorkerOptions:
+    """Everything ``run_emq_worker`` can set; ``None`` takes the ``EMQ`` default."""
+
+    queues: list[str] = field(default_factory=list)
+    #: Jobs in flight at once: coroutines on the loop, sync tasks on the threads.
+    concurrency: int = 1
+    #: Threads for sync tasks (default ``EMQ["THREADS"]``, else ``min(concurrency, 16)``).
+    threads: int | None = None
+    lease: float | None = None
+    burst: bool = False
+    max_jobs: int | None = None
+    worker_id: str | None = None
+    health_file: Path | None = None
+    beat: float | None = None
+    grace: float | None = None
+    prefetch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A worker's options with every default filled in and checked."""
+
+    concurrency: int
+    threads: int
+    lease_ms: int
+    beat_s: float
+    grace_s: float
+    worker_id: str
+    prefetch: int
+    burst: bool
+    max_jobs: int | None
+    health_file: Path | None
+    enqueue_timeout: float
+    retry_backoff: float
+    retry_backoff_max: float
+    max_payload: int
+
+    @property
+    def lease_s(self) -> float:
+        return self.lease_ms / 1000
+
+
+def plan(options: WorkerOptions) -> Plan:
+    """Resolve ``options`` against the settings; ``ValueError`` for a bad value."""
+    s = emq_settings()
+    concurrency = _at_least_one("concurrency", options.concurrency)
+    threads = options.threads or s.threads or min(concurrency, DEFAULT_THREADS)
+    prefetch = s.prefetch if options.prefetch is None else options.prefetch
+    if isinstance(prefetch, bool) or not 1 <= prefetch <= MAX_PREFETCH:
+        raise ValueError(f"prefetch must be 1 to {MAX_PREFETCH}, not {prefetch!r}")
+    lease_ms = int((options.lease or s.lease) * 1000)
+    worker_id = options.worker_id or f"{socket.gethostname()}:{os.getpid()}"
+    if not WORKER_ID_RE.fullmatch(worker_id):
+        raise ValueError(f"{worker_id!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
+    return Plan(
+        concurrency=concurrency,
+        threads=min(_at_least_one("threads", threads), concurrency),
+        lease_ms=lease_ms,
+        beat_s=options.beat or min(s.beat, lease_ms / 3000),
+        grace_s=s.shutdown_grace if options.grace is None else options.grace,
+        worker_id=worker_id,
+        prefetch=prefetch,
+        burst=options.burst,
+        max_jobs=options.max_jobs,
+        health_file=options.health_file,
+        enqueue_timeout=s.enqueue_timeout,
+        retry_backoff=s.retry_backoff,
+        retry_backoff_max=s.retry_backoff_max,
+        max_payload=s.max_payload,
+    )
+
+
+def _at_least_one(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+    return value

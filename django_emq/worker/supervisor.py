@@ -1,0 +1,244 @@
+"""The supervisor: one :class:`Worker` per process. It builds the parts, runs
+them on one event loop (the claimer, the outcome flusher, the beat, the jobs),
+takes the signals, and winds down: no new claims, jobs claimed ahead handed
+back at once, running jobs given the grace period, then the rest released to
+the head of their lanes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+from ..backend import FairLanesBackend
+from ..conf import emq_settings
+from ..connection import unsupported_reason, version_from_info
+from ..engine.shards import shards_of
+from ..exceptions import UNAVAILABLE, ConfigurationError
+from ..schedules import tick
+from .beat import Beat
+from .claimer import Claimer
+from .client import AsyncClient, AsyncScripts, async_client
+from .core import Core
+from .execute import Policy
+from .options import WorkerOptions, plan
+from .shard import Rotation, Shard
+
+logger = logging.getLogger("django_emq.worker")
+
+#: Seconds between the summary lines.
+SUMMARY_EVERY = 60.0
+
+
+class Worker:
+    """One worker process over the backend's queues (``options.queues``, or all)."""
+
+    def __init__(self, backend: FairLanesBackend, options: WorkerOptions) -> None:
+        self.backend = backend
+        self.options = options
+        self.plan = plan(options)
+        names = options.queues or sorted(backend.queues)
+        unknown = sorted(set(names) - backend.queues)
+        if unknown:
+            raise ValueError(f"queue(s) {', '.join(unknown)} not in the backend's QUEUES")
+        self.queues = [backend.engine(name) for name in names]
+        self.worker_id = self.plan.worker_id
+        self.policy = Policy(
+            backend.alias, self.plan.retry_backoff, self.plan.retry_backoff_max,
+            self.plan.max_payload,
+        )  # fmt: skip
+        self.counts: dict[str, int] = {}
+        self._signals_wanted = False
+        self._signals = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_requested = False
+        self._core: Core | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def install_signal_handlers(self) -> None:
+        """First SIGTERM/SIGINT: stop claiming and wind down; second: exit now.
+        Installed on the loop when :meth:`run` starts, in the main thread only
+        (under ``--reload`` the autoreloader owns the signals)."""
+        self._signals_wanted = True
+
+    def stop(self) -> None:
+        """Wind down, as on SIGTERM (from any thread)."""
+        self._stop_requested = True
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # closed: the worker is done
+                loop.call_soon_threadsafe(self._stop)
+
+    def run(self) -> int:
+        """Work until stopped (or, with ``burst``, until nothing is pending or due)."""
+        asyncio.run(self._main())
+        return 0
+
+    def _stop(self) -> None:
+        self._stop_requested = True
+        core = self._core
+        if core is not None and not core.stopping:
+            core.stopping = True
+            core.changed.set()
+
+    def _on_signal(self, signum: int) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            logger.warning("second signal: exiting now; unfinished leases will be reaped")
+            os._exit(1)
+        logger.info("signal %s: no new claims; finishing running jobs", signum)
+        self._stop()
+
+    # -- the run ----------------------------------------------------------------
+
+    async def _main(self) -> None:
+        self._loop = loop = asyncio.get_running_loop()
+        installed = []
+        if self._signals_wanted and threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(signum, self._on_signal, signum)
+                installed.append(signum)
+        p = self.plan
+        client = async_client(p.enqueue_timeout, p.enqueue_timeout)
+        # Parking blocks longer than the other calls' timeout: a client of its own,
+        # whose reads are still bounded (a park lasts at most one beat), so a silent
+        # connection (server frozen, peer gone without a reset) cannot block forever.
+        parking = async_client(p.beat_s + p.enqueue_timeout, p.enqueue_timeout)
+        scripts = AsyncScripts(client)
+        rotation = Rotation([_member(queue, scripts) for queue in self.queues])
+        core = self._core = Core(p, self.policy)
+        if self._stop_requested:
+            core.stopping = True
+        try:
+            if await self._wait_for_server(client, core):
+                await self._work(core, rotation, parking)
+        finally:
+            self.counts = dict(core.counts)
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+            for valkey in (client, parking):
+                await valkey.aclose()
+        self._summary(core)
+
+    async def _wait_for_server(self, client: AsyncClient, core: Core) -> bool:
+        """Check the server's version, backing off while it cannot be reached (a
+        worker started during an outage waits for it). False if stopped first."""
+        attempt = 0
+        while not core.stopping:
+            try:
+                info: dict[str, Any] = await client.info("server")
+            except UNAVAILABLE as exc:
+                attempt += 1
+                delay = min(self.plan.beat_s, 0.1 * 2**attempt)
+                logger.warning("Valkey unreachable (%s); retrying in %.2fs", exc, delay)
+                await core.wait(delay)
+                continue
+            reason = unsupported_reason(*version_from_info(info))
+            if reason is not None:
+                raise ConfigurationError(reason)
+            return True
+        return False
+
+    async def _work(self, core: Core, rotation: Rotation, parking: AsyncClient) -> None:
+        p = self.plan
+        shards = rotation.shards()
+        beat = Beat(
+            shards, p.worker_id, p.lease_ms, p.beat_s, p.health_file,
+            lambda: (core.counts["done"], core.executing),
+            ticker=lambda: tick(self.queues, emq_settings().schedules),
+        )  # fmt: skip
+        claimer = Claimer(core, rotation, parking)
+        logger.info(
+            "worker %s on %s, concurrency %d (%d threads for sync tasks), lease %.1fs",
+            p.worker_id, ", ".join(q.name for q in self.queues), p.concurrency, p.threads,
+            p.lease_s,
+        )  # fmt: skip
+        core.threads.start(asyncio.get_running_loop())
+        if p.burst:
+            await beat(core.held.values())
+        duties = [
+            asyncio.create_task(self._guard(claimer.run(), core)),
+            asyncio.create_task(self._guard(core.outcomes.run(p.beat_s), core)),
+            asyncio.create_task(self._guard(self._beats(beat, core), core)),
+        ]
+        self._crash: BaseException | None = None
+        try:
+            while not self._over(core, claimer):
+                await core.wait()
+        finally:
+            core.stopping = True
+            duties[0].cancel()
+            await self._wind_down(core)
+            for task in duties[1:]:
+                task.cancel()
+            await asyncio.gather(*duties, return_exceptions=True)
+            await beat.forget()
+            core.threads.stop()
+        if self._crash is not None:
+            raise self._crash
+
+    def _over(self, core: Core, claimer: Claimer) -> bool:
+        if core.stopping or claimer.drained or self._crash is not None:
+            return True
+        cap = self.plan.max_jobs
+        return cap is not None and core.claimed >= cap and not core.held
+
+    async def _guard(self, coro: Any, core: Core) -> None:
+        """Run one of the worker's duties; a bug in it stops the worker (the error
+        is raised by :meth:`run` once the worker has wound down)."""
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            logger.exception("worker duty failed; stopping")
+            self._crash = exc
+            core.stopping = True
+            core.changed.set()
+
+    async def _beats(self, beat: Beat, core: Core) -> None:
+        last_summary = time.monotonic()
+        while True:
+            started = time.monotonic()
+            await beat(list(core.held.values()))
+            if time.monotonic() - last_summary >= SUMMARY_EVERY:
+                last_summary = time.monotonic()
+                self._summary(core)
+            await asyncio.sleep(max(0.0, self.plan.beat_s - (time.monotonic() - started)))
+
+    async def _wind_down(self, core: Core) -> None:
+        """Hand back the jobs claimed ahead, give running ones the grace period
+        (the beat goes on extending them), record every outcome, release the rest."""
+        waiting = core.take_back()
+        for job in waiting:
+            core.executing -= 1
+            if job.claim.expiries:
+                core.suspects -= 1
+        await asyncio.gather(*(core.release(job) for job in waiting))
+        deadline = time.monotonic() + self.plan.grace_s
+        while core.executing > 0 and time.monotonic() < deadline:
+            await core.wait(deadline - time.monotonic())
+        await core.outcomes.flush_all()
+        await core.settle_tasks()
+        left = [job for job in core.held.values() if not job.settled]
+        await asyncio.gather(*(core.release(job) for job in left))
+        core.cancel_running()
+
+    def _summary(self, core: Core) -> None:
+        logger.info(
+            "worker %s: %s, running %d",
+            self.worker_id,
+            ", ".join(f"{k} {core.counts[k]}" for k in ("done", "retry", "dead", "stale")),
+            core.executing,
+        )
+
+
+def _member(queue: Any, scripts: AsyncScripts) -> Shard | Rotation:
+    shards = [Shard(q, scripts) for q in shards_of(queue)]
+    return shards[0] if len(shards) == 1 else Rotation(shards)
