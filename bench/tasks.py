@@ -1,12 +1,14 @@
-"""The benchmark's django.tasks: a no-op, and a 2 ms job that records when it ran."""
+"""The benchmark's django.tasks: a no-op, a job that sleeps (a thread) and one
+that awaits (a coroutine), each of those two recording when it ran."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import time
+from typing import Any
 
 from django.tasks import task
-
-from django_emq.connection import get_connection
 
 #: The list the timed jobs append ``"<label> <start> <end>"`` to (epoch seconds).
 RUNS_KEY = "bench:runs"
@@ -22,4 +24,26 @@ def timed(label: str, ms: float) -> None:
     """Sleep ``ms`` milliseconds, then record the label with the start and end times."""
     start = time.time()
     time.sleep(ms / 1000)
-    get_connection().rpush(RUNS_KEY, f"{label} {start:.6f} {time.time():.6f}")
+    _client().rpush(RUNS_KEY, f"{label} {start:.6f} {time.time():.6f}")
+
+
+def _client() -> Any:
+    """A client of the benchmark's server whose pool waits for a free connection:
+    with hundreds of threads, redis-py's default pool (100) would refuse."""
+    global _sclient
+    if _sclient is None:
+        import redis
+
+        pool = redis.BlockingConnectionPool.from_url(os.environ["EMQ_URL"], max_connections=64)
+        _sclient = redis.Redis(connection_pool=pool)
+    return _sclient
+
+
+_sclient: Any = None
+
+
+@task
+async def io_async(ms: float) -> None:
+    """Await ``ms`` milliseconds: an I/O-bound job (an API call, a webhook) that
+    waits on the event loop. Timed from the job rows' own timestamps."""
+    await asyncio.sleep(ms / 1000)

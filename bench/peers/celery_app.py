@@ -18,3 +18,8 @@ def noop(n: int = 0) -> None:
 @app.task
 def mark(name: str) -> None:
     common.mark(name)
+
+
+@app.task
+def timed(label: str, ms: float) -> None:
+    common.timed(label, ms)

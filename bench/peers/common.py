@@ -26,7 +26,10 @@ def client() -> redis.Redis:
     """One client per process, made on first use (after any fork)."""
     global _client
     if _client is None:
-        _client = redis.Redis.from_url(url())
+        # A pool that waits for a free connection: with hundreds of threads,
+        # redis-py's default pool (100) would refuse.
+        pool = redis.BlockingConnectionPool.from_url(url(), max_connections=64)
+        _client = redis.Redis(connection_pool=pool)
     return _client
 
 

@@ -19,3 +19,8 @@ def noop(n: int = 0) -> None:
 @dramatiq.actor
 def mark(name: str) -> None:
     common.mark(name)
+
+
+@dramatiq.actor
+def timed(label: str, ms: float) -> None:
+    common.timed(label, ms)

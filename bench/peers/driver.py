@@ -1,10 +1,11 @@
-"""Drive one peer queue (RQ, Celery, Dramatiq, Huey) against the benchmark's server.
+"""Drive one peer queue (RQ, Celery, Dramatiq, Huey, arq) against the benchmark's server.
 
 Runs inside ``bench/.venv-peers`` (``bench/run.py`` calls it there)::
 
     bench/.venv-peers/bin/python bench/peers/driver.py throughput rq --url redis://...
     bench/.venv-peers/bin/python bench/peers/driver.py fairness rq --url ... --flood 1000
     bench/.venv-peers/bin/python bench/peers/driver.py memory rq --url ... --jobs 100000
+    bench/.venv-peers/bin/python bench/peers/driver.py io arq --url ... --jobs 5000 --threads 500
 
 Each mode flushes the server first and prints one JSON object on its last line.
 
@@ -12,6 +13,10 @@ throughput: enqueue ``--jobs`` jobs one call each (the peer's ordinary API): a
 ``mark("start")`` job, no-ops, a ``mark("end")`` job; then start the peer's
 worker and time from the start mark to the end mark (each mark records the time
 it ran). Every peer's no-op does nothing; the two marks are one SET each.
+
+io: ``--jobs`` jobs that wait ``--ms`` each, ``--threads`` at once: arq's
+coroutine jobs (``max_jobs``), timed from the results arq keeps; a threaded
+peer's sleeping jobs (Dramatiq, Celery), timed from the record each leaves.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ if __name__ == "__main__":  # run as a script: import bench.peers from this chec
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.peers import common
-from bench.peers.procs import WorkerProcess, fairness_probe, flush, used_memory
+from bench.peers.procs import WorkerProcess, fairness_probe, flush, parse_runs, used_memory
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,6 +61,9 @@ class Peer:
         raise NotImplementedError
 
     def pending(self, client: redis.Redis) -> int:
+        raise NotImplementedError
+
+    def io_worker(self, threads: int) -> list[str]:
         raise NotImplementedError
 
 
@@ -108,6 +116,10 @@ class CeleryPeer(Peer):
     def worker(self, processes: int, threads: int) -> list[str]:
         return [str(BIN / "celery"), "-A", "bench.peers.celery_app", "worker", "-P", "solo"]
 
+    def io_worker(self, threads: int) -> list[str]:
+        argv = [str(BIN / "celery"), "-A", "bench.peers.celery_app", "worker"]
+        return [*argv, "-P", "threads", "-c", str(threads)]
+
     def pending(self, client: redis.Redis) -> int:
         return int(client.llen("celery"))
 
@@ -131,6 +143,9 @@ class DramatiqPeer(Peer):
 
     def pending(self, client: redis.Redis) -> int:
         return int(client.llen("dramatiq:default"))
+
+    def io_worker(self, threads: int) -> list[str]:
+        return self.worker(1, threads)
 
 
 class HueyPeer(Peer):
@@ -213,6 +228,85 @@ def throughput(peer: Peer, jobs: int, processes: int, threads: int, log: Path) -
     return result
 
 
+def io_async(jobs: int, ms: float, max_jobs: int, log: Path) -> dict[str, Any]:
+    """arq: ``jobs`` coroutine jobs that await ``ms`` ms, one burst worker with
+    ``max_jobs``; jobs/s from the first job's start to the last one's finish (the
+    results arq keeps)."""
+    import asyncio
+
+    from arq import create_pool
+    from arq.connections import RedisSettings
+
+    client = common.client()
+    flush(client)
+
+    async def enqueue() -> None:
+        pool = await create_pool(RedisSettings.from_dsn(common.url()))
+        for _ in range(jobs):
+            await pool.enqueue_job("io_async", ms)
+        await pool.aclose()
+
+    async def results() -> list[Any]:
+        """The results arq keeps, 50 reads at a time (its ``all_job_results`` reads
+        them all at once, past redis-py's pool of 100 connections)."""
+        from arq.jobs import Job
+
+        pool = await create_pool(RedisSettings.from_dsn(common.url()))
+        ids = [key.decode().split(":", 2)[2] for key in await pool.keys("arq:result:*")]
+        found: list[Any] = []
+        for i in range(0, len(ids), 50):
+            found += await asyncio.gather(*(Job(j, pool).result_info() for j in ids[i : i + 50]))
+        await pool.aclose()
+        return [r for r in found if r is not None]
+
+    asyncio.run(enqueue())
+    argv = [str(BIN / "arq"), "bench.peers.arq_tasks.WorkerSettings"]
+    env = {**_env(), "BENCH_ARQ_MAX_JOBS": str(max_jobs)}
+    worker = WorkerProcess(argv, log, env, ROOT).start()
+    code = worker.wait(600)
+    wall = time.perf_counter() - worker.started
+    worker.stop()
+    done = [r for r in asyncio.run(results()) if r.success]
+    result: dict[str, Any] = {
+        "peer": "arq", "version": version("arq"), "label": f"max_jobs={max_jobs}",
+        "jobs": jobs, "done": len(done), "wall_s": round(wall, 3), "exit": code,
+    }  # fmt: skip
+    if done:
+        first = min(r.start_time for r in done)
+        last = max(r.finish_time for r in done)
+        result["jobs_per_s"] = round(len(done) / (last - first).total_seconds(), 1)
+    else:
+        result["tail"] = worker.tail()
+    return result
+
+
+def io_sync(peer: Peer, jobs: int, ms: float, threads: int, log: Path) -> dict[str, Any]:
+    """A threaded peer: ``jobs`` jobs that sleep ``ms`` ms and record when they ran
+    (``common.timed``); jobs/s from the first start to the last end."""
+    client = common.client()
+    flush(client)
+    for i in range(jobs):
+        peer.enqueue("timed", f"j{i}", ms)
+    worker = WorkerProcess(peer.io_worker(threads), log, _env(), ROOT).start()
+    deadline = time.monotonic() + 600
+    while client.llen(common.RUNS_KEY) < jobs and worker.running():
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    worker.stop(peer.stop_signal)
+    runs = parse_runs(client.lrange(common.RUNS_KEY, 0, -1))  # type: ignore[arg-type]
+    result: dict[str, Any] = {
+        "peer": peer.name, "version": version(peer.dist), "label": f"{threads} threads",
+        "jobs": jobs, "done": len(runs),
+    }  # fmt: skip
+    if runs:
+        span = max(r.end for r in runs) - min(r.start for r in runs)
+        result["jobs_per_s"] = round(len(runs) / span, 1)
+    else:
+        result["tail"] = worker.tail()
+    return result
+
+
 def fairness(
     flood: int, b_jobs: int, ms: float, warm: int, cap: float, log: Path
 ) -> dict[str, Any]:
@@ -273,8 +367,8 @@ def memory(jobs: int) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("mode", choices=["throughput", "fairness", "memory"])
-    parser.add_argument("peer", choices=sorted(PEERS))
+    parser.add_argument("mode", choices=["throughput", "fairness", "memory", "io"])
+    parser.add_argument("peer", choices=sorted([*PEERS, "arq"]))
     parser.add_argument("--url", required=True, help="redis:// URL of the benchmark's server")
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--processes", type=int, default=0, help="dramatiq: 0 = its default")
@@ -287,7 +381,14 @@ def main() -> int:
     parser.add_argument("--log", type=Path, default=Path("/dev/null"))
     args = parser.parse_args()
     os.environ[common.URL_ENV] = args.url
-    if args.mode == "throughput":
+    if args.mode == "io":
+        if args.peer == "arq":
+            result = io_async(args.jobs, args.ms, args.threads, args.log)
+        else:
+            result = io_sync(PEERS[args.peer](), args.jobs, args.ms, args.threads, args.log)
+    elif args.peer == "arq":
+        parser.error("arq is measured in io mode only")
+    elif args.mode == "throughput":
         result = throughput(PEERS[args.peer](), args.jobs, args.processes, args.threads, args.log)
     elif args.peer != "rq":
         parser.error(f"{args.mode} is measured for rq only")

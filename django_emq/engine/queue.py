@@ -10,6 +10,7 @@ jobs (``.control``), the reads (``.reads``) and the values they speak in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -313,25 +314,39 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         anything is sent; a lost connection raises, as in
         ``complete_then_claim``.
         """
-        take = ClaimRequest(lease_ms, turns, worker_id, max_jobs).checked()
-        assert take.max_jobs is not None  # filled in by checked()
-        encoded = encode_outcomes(outcomes)
-        call = calls.complete_claim(
-            self.keys,
-            encoded,
-            self.result_ttl_ms,
-            take.lease_ms,
-            take.turns,
-            take.worker,
-            take.max_jobs,
-            self.history,
-            rate_arg(self.rate),
+        call = self.complete_claim_call(
+            encode_outcomes(outcomes), ClaimRequest(lease_ms, turns, worker_id, max_jobs)
         )
         try:
             codes, flat = self._run(call)
         except redis.ResponseError as exc:
             return [], [script_error(exc)] * len(outcomes)
         return parse_claims(flat), list(refusals(call.args[8::3], codes))
+
+    def complete_claim_call(
+        self, encoded: Sequence[tuple[str, int, str | bytes]], request: ClaimRequest
+    ) -> calls.Call:
+        """The ``complete_claim`` call: ``encoded`` outcomes (from
+        :func:`encode_outcomes`), then the claim ``request`` (``max_jobs`` 0:
+        record only)."""
+        if request.max_jobs == 0:
+            checked = replace(request, max_jobs=1).checked()
+            limit = 0
+        else:
+            checked = request.checked()
+            assert checked.max_jobs is not None  # filled in by checked()
+            limit = checked.max_jobs
+        return calls.complete_claim(
+            self.keys,
+            encoded,
+            self.result_ttl_ms,
+            checked.lease_ms,
+            checked.turns,
+            checked.worker,
+            limit,
+            self.history,
+            rate_arg(self.rate),
+        )
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of

@@ -83,8 +83,8 @@ LISTED_FIELDS: Final = (
 
 @dataclass(frozen=True, slots=True)
 class WorkerBeat:
-    """A worker's last heartbeat (``beat_ms`` from the worker's clock);
-    ``None`` fields when the record could not be read."""
+    """A worker's last heartbeat (``beat_ms``: the worker's clock, corrected by
+    the server's); ``None`` fields when the record could not be read."""
 
     worker_id: str
     host: str | None
@@ -92,6 +92,15 @@ class WorkerBeat:
     done: int | None
     running: int | None
     beat_ms: int | None
+    #: The worker's beat interval in ms (``None``: a record from before it was kept).
+    every_ms: int | None = None
+
+    def stale(self, now_ms: int, beats: int, default_every_ms: int) -> bool:
+        """Whether this worker missed ``beats`` of its own beats by ``now_ms``
+        (an unreadable record never is: it may be another version's)."""
+        if self.beat_ms is None:
+            return False
+        return now_ms - self.beat_ms > beats * (self.every_ms or default_every_ms)
 
 
 def heartbeat(
@@ -134,6 +143,7 @@ def parse_heartbeat(worker_id: str, raw: Any) -> WorkerBeat:
             int(record["done"]),
             int(record.get("running", 0)),
             int(record["beat"]),
+            int(record["every"]) if record.get("every") else None,
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return WorkerBeat(worker_id, None, None, None, None, None)

@@ -11,7 +11,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,9 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from ..engine import calls
+from ..engine.exceptions import JobError, check_code
 from ..engine.payload import text
-from ..engine.rows import heartbeat, heartbeat_is_stale
-from ..exceptions import JobError, check_code
+from ..engine.rows import heartbeat, parse_heartbeat
 from .client import AsyncClient
 from .jobs import Job
 from .outcomes import CALL_ERRORS
@@ -123,13 +123,9 @@ class Beat:
         done, running = self._counts()
         every_ms = int(self.beat_s * 1000)
         record = heartbeat(
-            host=self._host,
-            pid=os.getpid(),
-            done=done,
-            running=running,
-            beat_ms=int(time.time() * 1000) + self._offset_ms,
-            every_ms=every_ms,
-        )
+            host=self._host, pid=os.getpid(), done=done, running=running,
+            beat_ms=int(time.time() * 1000) + self._offset_ms, every_ms=every_ms,
+        )  # fmt: skip
         client = shard.client
         pipe = client.pipeline(transaction=False)
         pipe.time()
@@ -138,7 +134,10 @@ class Beat:
         (seconds, micros), _, beats = await pipe.execute()
         now_ms = int(seconds) * 1000 + int(micros) // 1000
         self._offset_ms = now_ms - int(time.time() * 1000)
-        stale = _stale(beats, now_ms, every_ms)
+        stale = [
+            text(w) for w, raw in beats.items()
+            if parse_heartbeat(text(w), raw).stale(now_ms, PRUNE_AFTER_BEATS, every_ms)
+        ]  # fmt: skip
         if stale:
             await client.hdel(shard.keys.workers, *stale)
 
@@ -146,14 +145,6 @@ class Beat:
         for shard in self.shards:
             with contextlib.suppress(*CALL_ERRORS):
                 await shard.client.hdel(shard.keys.workers, self.worker_id)
-
-
-def _stale(beats: Mapping[Any, Any], now_ms: int, every_ms: int) -> list[str]:
-    return [
-        text(w)
-        for w, raw in beats.items()
-        if heartbeat_is_stale(raw, now_ms, every_ms, PRUNE_AFTER_BEATS)
-    ]
 
 
 async def _pipelined(client: AsyncClient, shard: Shard, built: list[calls.Call]) -> list[Any]:

@@ -13,7 +13,7 @@ import time
 
 import redis
 
-from ..exceptions import UNAVAILABLE
+from ..engine.exceptions import UNAVAILABLE
 from .client import AsyncClient, park, wake_groups
 from .core import Core
 from .outcomes import CALL_ERRORS

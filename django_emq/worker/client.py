@@ -4,6 +4,7 @@ parking (a blocking pop on the queues' wake lists, per slot on a cluster)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import Sequence
@@ -19,9 +20,8 @@ from redis.maint_notifications import MaintNotificationsConfig
 
 from ..connection import server_url
 from ..engine.calls import Call
-from ..engine.exceptions import script_error
+from ..engine.exceptions import UNAVAILABLE, ScriptError, script_error
 from ..engine.scripts import sources
-from ..exceptions import UNAVAILABLE, ScriptError
 from ..url import is_cluster_url, normalize_url, parse_cluster_url
 
 #: A client of one server, or of a Valkey Cluster.
@@ -63,11 +63,18 @@ def async_client(socket_timeout: float | None, connect_timeout: float) -> AsyncC
     return client
 
 
+#: Most script calls in flight at once on one client: well under redis-py's pool of
+#: 100 connections, which refuses (``MaxConnectionsError``) rather than waits.
+MAX_CALLS = 48
+
+
 class AsyncScripts:
-    """Runs the engine's :class:`~django_emq.calls.Call` values on an async client."""
+    """Runs the engine's :class:`~django_emq.calls.Call` values on an async client,
+    at most :data:`MAX_CALLS` at once (hundreds of jobs may end together)."""
 
     def __init__(self, client: AsyncClient) -> None:
         self.client = client
+        self._calls = asyncio.Semaphore(MAX_CALLS)
         self._shas = {
             name: (src.numkeys, hashlib.sha1(src.source.encode()).hexdigest(), src.source)
             for name, src in sources().items()
@@ -75,14 +82,15 @@ class AsyncScripts:
 
     async def __call__(self, call: Call) -> Any:
         numkeys, sha, _ = self._command(call)
-        try:
+        async with self._calls:
             try:
-                return await self.client.evalsha(sha, numkeys, *call.keys, *call.args)
-            except NoScriptError:
-                await self.load_script(call)
-                return await self.client.evalsha(sha, numkeys, *call.keys, *call.args)
-        except ResponseError as exc:  # a key of the wrong type: CorruptKeyspace
-            raise script_error(exc) from None
+                try:
+                    return await self.client.evalsha(sha, numkeys, *call.keys, *call.args)
+                except NoScriptError:
+                    await self.load_script(call)
+                    return await self.client.evalsha(sha, numkeys, *call.keys, *call.args)
+            except ResponseError as exc:  # a key of the wrong type: CorruptKeyspace
+                raise script_error(exc) from None
 
     def queue(self, pipe: Any, call: Call) -> None:
         """Queue ``call`` on ``pipe`` as a bare EVALSHA; a ``NoScriptError`` reply

@@ -27,8 +27,8 @@ from django.tasks import TaskResult, TaskResultStatus
 from django.tasks.signals import task_finished
 
 from ..backend import FairLanesBackend
-from ..engine.queue import Claim
-from ..exceptions import JobError
+from ..engine.exceptions import JobError
+from ..engine.records import Claim
 from .execute import (
     Done,
     Failed,
@@ -138,12 +138,13 @@ class Core:
             self.threads.submit(job)
 
     async def _start_suspect(self, job: Job) -> None:
-        """Start a job whose lease expired before once every other job is settled:
-        if it kills this worker too, nothing finished is lost with it."""
-        while self.executing > 1 or self.outcomes.sending or len(self.outcomes):
+        """A job whose lease expired before (it may have killed its worker) starts
+        once every success waiting is recorded: if it kills this worker too, no
+        finished job is lost with it (and nothing is claimed while it is held)."""
+        while len(self.outcomes) or self.outcomes.sending:
             await self.outcomes.flush_all()
-            if self.executing > 1 or self.outcomes.sending:
-                await self.wait()
+            if self.outcomes.sending:  # a claim is carrying some: wait for its answer
+                await self.wait(0.05)
         self._queue(job)
 
     # -- running -----------------------------------------------------------------
@@ -160,7 +161,7 @@ class Core:
 
     async def _run_async(self, job: Job) -> None:
         assert job.task is not None
-        job.result = running_result(job.task, job.claim, self.policy.alias)
+        job.result = running_result(job.task, job.claim, self.policy.alias, self.policy.use_tz)
         try:
             outcome = await aexecute(job.task, job.result, job.claim.token, self.policy)
         finally:
@@ -175,7 +176,7 @@ class Core:
         if self.stopping or not job.may_start(self.margin):
             return None
         job.started = time.monotonic()
-        job.result = running_result(job.task, job.claim, self.policy.alias)
+        job.result = running_result(job.task, job.claim, self.policy.alias, self.policy.use_tz)
         try:
             return execute(job.task, job.result, job.claim.token, self.policy)
         finally:
@@ -279,7 +280,9 @@ class Core:
     def _announce(self, items: list[tuple[Job, TaskResultStatus, Any]]) -> None:
         """``task_finished`` for each recorded job, when anything listens: sync
         tasks' from a worker thread, coroutine tasks' with ``asend``."""
-        if not items or not task_finished.has_listeners(FairLanesBackend):
+        if not items or not task_finished.receivers:
+            return
+        if not task_finished.has_listeners(FairLanesBackend):
             return
         sync: list[TaskResult[Any, Any]] = []
         coros: list[TaskResult[Any, Any]] = []

@@ -9,10 +9,11 @@ closed around it); :func:`aexecute` awaits a coroutine task on the event loop.
 
 from __future__ import annotations
 
+import functools
 import random
-import time
 import traceback
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from inspect import iscoroutinefunction
 from typing import Any
 
@@ -22,10 +23,10 @@ from django.tasks.signals import task_started
 from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
-from ..backend import FairLanesBackend, moment, task_error
+from ..backend import FairLanesBackend, task_error
+from ..engine.exceptions import CorruptJob, InvalidArguments
 from ..engine.payload import encode_result
-from ..engine.queue import Claim
-from ..exceptions import CorruptJob, InvalidArguments
+from ..engine.records import Claim
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,9 @@ class Failed:
 
 Outcome = Done | Failed
 
+#: A task that returned ``None`` (most do).
+NULL = Done(b"null", None)
+
 
 @dataclass(frozen=True, slots=True)
 class Policy:
@@ -59,6 +63,8 @@ class Policy:
     backoff: float
     backoff_max: float
     max_result: int
+    #: ``settings.USE_TZ``, read once: the worker's datetimes are aware, or naive UTC.
+    use_tz: bool = True
 
     def delay_ms(self, attempt: int) -> int:
         """Exponential back-off with full jitter: uniform in [0, min(max, base * 2**(n-1))]."""
@@ -74,7 +80,7 @@ def load_task(claim: Claim, policy: Policy) -> Task[Any, Any] | Failed:
         return Failed(task_error(CorruptJob(claim.job_id, claim.defect), claim.defect), None,
                       claim.defect)  # fmt: skip
     try:
-        task = import_string(claim.task_path)
+        task = _import(claim.task_path)
     except ImportError as exc:
         reason = f"cannot load task {claim.task_path}: {exc!r}"
         return Failed(task_error(exc, reason), policy.delay_ms(claim.token), reason)
@@ -85,20 +91,30 @@ def load_task(claim: Claim, policy: Policy) -> Task[Any, Any] | Failed:
     return task
 
 
+@functools.lru_cache(maxsize=1024)
+def _import(path: str) -> Any:
+    """A task path imported once per worker (a path that fails is tried again)."""
+    return import_string(path)
+
+
+@functools.lru_cache(maxsize=1024)
 def is_async(task: Task[Any, Any]) -> bool:
     return iscoroutinefunction(task.func)
 
 
-def running_result(task: Task[Any, Any], claim: Claim, alias: str) -> TaskResult[Any, Any]:
+def running_result(
+    task: Task[Any, Any], claim: Claim, alias: str, use_tz: bool = True
+) -> TaskResult[Any, Any]:
     """The RUNNING ``TaskResult`` a claim stands for (its arguments decoded once,
     by the claim)."""
+    tz = UTC if use_tz else None
     return TaskResult(
         task=task,
         id=claim.job_id,
         status=TaskResultStatus.RUNNING,
-        enqueued_at=moment(claim.enqueued_ms),
-        started_at=moment(claim.started_ms),
-        last_attempted_at=moment(int(time.time() * 1000)),
+        enqueued_at=_moment(claim.enqueued_ms, tz),
+        started_at=_moment(claim.started_ms, tz),
+        last_attempted_at=datetime.now(tz),
         finished_at=None,
         args=claim.args,
         kwargs=claim.kwargs,
@@ -106,6 +122,14 @@ def running_result(task: Task[Any, Any], claim: Claim, alias: str) -> TaskResult
         errors=[],
         worker_ids=list(claim.worker_ids),
     )
+
+
+def _moment(ms: int, tz: Any) -> datetime | None:
+    """As :func:`~django_emq.backend.moment`, with ``USE_TZ`` read once."""
+    if not ms:
+        return None
+    at = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return at if tz is not None else at.replace(tzinfo=None)
 
 
 def execute(
@@ -133,7 +157,7 @@ async def aexecute(
     """Await a coroutine task on the event loop (``task_started`` is sent with
     ``asend`` when anything listens, so sync receivers run off the loop)."""
     try:
-        if task_started.has_listeners(FairLanesBackend):
+        if task_started.receivers and task_started.has_listeners(FairLanesBackend):
             await task_started.asend(FairLanesBackend, task_result=result)
         if task.takes_context:
             value = await task.func(TaskContext(task_result=result), *result.args, **result.kwargs)
@@ -147,6 +171,8 @@ async def aexecute(
 def finish(value: Any, attempt: int, policy: Policy) -> Outcome:
     """A returned value as it will be recorded; what JSON or Valkey cannot hold
     (NaN, a lone surrogate, too deep, too big) fails the job here, alone."""
+    if value is None:
+        return NULL
     try:
         try:
             normalized = normalize_json(value)

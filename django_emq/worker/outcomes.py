@@ -20,8 +20,8 @@ from typing import Any
 
 import redis
 
-from ..engine.queue import MAX_BATCH
-from ..exceptions import UNAVAILABLE, JobError
+from ..engine.exceptions import UNAVAILABLE, JobError
+from ..engine.records import MAX_BATCH
 from .execute import Failed
 from .jobs import Job
 from .shard import Outcome, Shard

@@ -16,10 +16,10 @@ import redis
 
 from ..engine import calls
 from ..engine.control import BATCH
+from ..engine.exceptions import UNAVAILABLE, JobError, check_code
 from ..engine.payload import text
 from ..engine.queue import Queue
 from ..engine.records import MAX_WEIGHT, Claim, error_text, parse_claims, rate_arg, refusals
-from ..exceptions import UNAVAILABLE, JobError, check_code
 from .client import AsyncClient, AsyncScripts
 
 if TYPE_CHECKING:
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 #: Seconds a shard whose node did not answer is passed over by claims.
 HOLD_OFF = 1.0
+#: Seconds a queue that had nothing to serve is tried last (after the others).
+EMPTY_HOLD = 0.05
 
 #: ``(job_id, token, result JSON as UTF-8)``: one success to record.
 Outcome = tuple[str, int, bytes]
@@ -123,15 +125,19 @@ class Shard:
 
 class Rotation:
     """Claims from several queues (or the shards of one) in turn, starting after
-    the one that served last. One with nothing to serve is passed over at once;
-    so is one whose server cannot answer, and for :data:`HOLD_OFF` seconds after:
-    the others are served meanwhile, and its error is raised only when none
-    could answer."""
+    the one that served last. One with nothing to serve is passed over at once,
+    and for :data:`EMPTY_HOLD` seconds after while another has work (so a busy
+    worker does not pay a script call per claim for a queue that is empty); one
+    whose server cannot answer is passed over for :data:`HOLD_OFF` seconds: the
+    others are served meanwhile, and its error is raised only when none could
+    answer."""
 
     def __init__(self, members: Sequence[Shard | Rotation]) -> None:
         self.members = tuple(members)
         self._next = 0
         self._away: dict[int, tuple[float, Exception]] = {}
+        #: index -> monotonic time until which it is taken for empty
+        self._empty: dict[int, float] = {}
 
     def shards(self) -> list[Shard]:
         return [s for m in self.members for s in (m.shards() if isinstance(m, Rotation) else [m])]
@@ -142,33 +148,40 @@ class Rotation:
         """The next member in turn's claims, with the shard they came from; ``None``
         when none has anything to serve. The successes waiting for a shard ride
         along with its claim (``outcomes``: they are settled here)."""
-        count = len(self.members)
-        answered = False
         now = time.monotonic()
-        for step in range(count):
-            index = (self._next + step) % count
+        order = [(self._next + step) % len(self.members) for step in range(len(self.members))]
+        fresh = [i for i in order if self._empty.get(i, 0.0) <= now]
+        held = [i for i in order if i not in fresh]
+        answered = False
+        for index in fresh + held:  # the ones taken for empty last, if nothing else serves
             away = self._away.get(index)
             if away is not None and away[0] > now:
                 continue
-            member = self.members[index]
             try:
-                if isinstance(member, Rotation):
-                    found = await member.claim(want, lease_ms, worker, outcomes)
-                else:
-                    found = await _claim_from(member, want, lease_ms, worker, outcomes)
+                found = await self._claim_member(index, want, lease_ms, worker, outcomes)
             except UNAVAILABLE as exc:
-                if count == 1:
+                if len(self.members) == 1:
                     raise
                 self._away[index] = (now + HOLD_OFF, exc)
                 continue
             answered = True
             self._away.pop(index, None)
             if found is not None:
-                self._next = (index + 1) % count
+                self._empty.pop(index, None)
+                self._next = (index + 1) % len(self.members)
                 return found
+            self._empty[index] = now + EMPTY_HOLD
         if not answered and self._away:
             raise max(self._away.values(), key=lambda away: away[0])[1]
         return None
+
+    async def _claim_member(
+        self, index: int, want: int, lease_ms: int, worker: str, outcomes: Outcomes | None
+    ) -> tuple[Shard, list[Claim]] | None:
+        member = self.members[index]
+        if isinstance(member, Rotation):
+            return await member.claim(want, lease_ms, worker, outcomes)
+        return await _claim_from(member, want, lease_ms, worker, outcomes)
 
 
 async def _claim_from(

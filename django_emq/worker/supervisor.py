@@ -15,11 +15,13 @@ import threading
 import time
 from typing import Any
 
+from django.conf import settings
+
 from ..backend import FairLanesBackend
 from ..conf import emq_settings
 from ..connection import unsupported_reason, version_from_info
-from ..engine.shards import shards_of
-from ..exceptions import UNAVAILABLE, ConfigurationError
+from ..engine.exceptions import UNAVAILABLE
+from ..exceptions import ConfigurationError
 from ..schedules import tick
 from .beat import Beat
 from .claimer import Claimer
@@ -50,7 +52,7 @@ class Worker:
         self.worker_id = self.plan.worker_id
         self.policy = Policy(
             backend.alias, self.plan.retry_backoff, self.plan.retry_backoff_max,
-            self.plan.max_payload,
+            self.plan.max_payload, bool(settings.USE_TZ),
         )  # fmt: skip
         self.counts: dict[str, int] = {}
         self._signals_wanted = False
@@ -240,5 +242,5 @@ class Worker:
 
 
 def _member(queue: Any, scripts: AsyncScripts) -> Shard | Rotation:
-    shards = [Shard(q, scripts) for q in shards_of(queue)]
+    shards = [Shard(q, scripts) for q in queue.shards]
     return shards[0] if len(shards) == 1 else Rotation(shards)
