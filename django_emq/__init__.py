@@ -12,15 +12,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .engine.ids import lane_id
     from .engine.shards import AnyQueue
+    from .jobs import cancel, cancel_requested, progress, report_progress
     from .lanes import enqueue_for, enqueue_on_commit, lane, lane_for, unique
 
 __all__ = [
+    "cancel",
+    "cancel_requested",
     "enqueue_for",
     "enqueue_on_commit",
     "get_queue",
     "lane",
     "lane_for",
     "lane_id",
+    "progress",
+    "report_progress",
     "unique",
 ]
 
@@ -31,6 +36,10 @@ _LAZY = {
     "lane": "lanes",
     "lane_for": "lanes",
     "unique": "lanes",
+    "cancel": "jobs",
+    "cancel_requested": "jobs",
+    "progress": "jobs",
+    "report_progress": "jobs",
 }
 
 

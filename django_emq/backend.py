@@ -261,3 +261,15 @@ def _normalised(
             f"{task.module_path}: task arguments must be JSON-serialisable: {exc}"
         ) from None
     return normal_args, normal_kwargs
+
+
+def configured_queues() -> dict[str, FairLanesBackend]:
+    """Every queue of every ``FairLanesBackend`` in ``TASKS``, by name."""
+    from django.tasks import task_backends
+
+    found: dict[str, FairLanesBackend] = {}
+    for backend in task_backends.all():
+        if isinstance(backend, FairLanesBackend):
+            for name in sorted(backend.queues):
+                found.setdefault(name, backend)
+    return dict(sorted(found.items()))

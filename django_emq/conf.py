@@ -56,6 +56,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "MAX_DEPTH",
         "RATE",
         "SCHEDULES",
+        "METRICS_TOKEN",
         "HISTORY",
     }
 )
@@ -160,6 +161,9 @@ class EMQSettings:
     rate: Mapping[str, tuple[int, float]] = MappingProxyType({})
     #: Periodic schedules by name (``EMQ["SCHEDULES"]``; see ``django_emq.schedules``).
     schedules: Mapping[str, Schedule] = MappingProxyType({})
+    #: The bearer token that opens the metrics and stats views (``None``: only
+    #: users with ``django_emq.view_lanes``).
+    metrics_token: str | None = None
     #: How many of the latest worker ids and errors a job's row keeps.
     history: int = 10
 
@@ -308,6 +312,7 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
     field("PREFETCH", _positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
     field("THREADS", _optional_positive_int, None)
     field("SHARDS", _shards, {})
+    field("METRICS_TOKEN", _token, None)
     field("HISTORY", _positive_int, DEFAULTS["HISTORY"])
     field("MAX_DEPTH", functools.partial(_per_queue, parse=_positive_int), {})
     field("RATE", functools.partial(_per_queue, parse=_rate), {})
@@ -326,6 +331,14 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
             "leases every beat, so a longer beat lets running jobs' leases expire"
         )
     return values, errors
+
+
+def _token(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) < 16:
+        raise ValueError("must be a string of at least 16 characters (a random secret)")
+    return value
 
 
 def _url(value: object) -> tuple[str | None, str | None]:

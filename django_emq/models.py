@@ -1,8 +1,9 @@
-"""The admin's ``Lane`` entry: a model with no table, for its permissions.
+"""The admin's ``Lane`` and ``Job`` entries: models with no table.
 
-Lanes live in Valkey, not in the database; this unmanaged model exists so the
-admin index lists "Lanes" under the app and so the two permissions below can
-be granted to users and groups like any other.
+Lanes and jobs live in Valkey, not in the database; these unmanaged models
+exist so the admin index lists "Jobs" and "Lanes" under the app and so the
+two permissions on ``Lane`` can be granted to users and groups like any other
+(they govern the jobs pages too).
 """
 
 from __future__ import annotations
@@ -23,6 +24,20 @@ class Lane(models.Model):
         )
         verbose_name = _("lane")
         verbose_name_plural = _("lanes")
+
+    def __str__(self) -> str:
+        return str(self.pk)
+
+
+class Job(models.Model):
+    """A placeholder: the admin reads jobs from Valkey (see ``django_emq.admin.jobs``).
+    Seeing and acting on jobs takes the ``Lane`` permissions."""
+
+    class Meta:
+        managed = False
+        default_permissions = ()
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
 
     def __str__(self) -> str:
         return str(self.pk)

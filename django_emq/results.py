@@ -38,6 +38,7 @@ STATUS = {
     "active": TaskResultStatus.RUNNING,
     "done": TaskResultStatus.SUCCESSFUL,
     "dead": TaskResultStatus.FAILED,
+    "cancelled": TaskResultStatus.FAILED,
 }
 
 #: The class path an error recorded as plain text (not by :func:`encode_error`) reads as.
@@ -174,7 +175,9 @@ def result_from_row(
         enqueued_at=moment(row.get(Row.ENQUEUED)),
         started_at=moment(row.get(Row.STARTED)),
         last_attempted_at=moment(row.get(Row.CLAIMED)),
-        finished_at=moment(row.get(Row.FINISHED)) if state in ("done", "dead") else None,
+        finished_at=moment(row.get(Row.FINISHED))
+        if state in ("done", "dead", "cancelled")
+        else None,
         args=_lenient(row.get(Row.ARGS), list),
         kwargs=_lenient(row.get(Row.KWARGS), dict),
         backend=alias,

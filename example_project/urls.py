@@ -1,4 +1,5 @@
-"""URLs of the example site: the game at the root, sign-in, and the admin."""
+"""URLs of the example site: the game at the root, sign-in, the admin, and the
+queue's metrics for Prometheus at ``/emq/metrics``."""
 
 from __future__ import annotations
 
@@ -9,4 +10,5 @@ urlpatterns = [
     path("", include("example_project.game.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    path("emq/", include("django_emq.urls")),  # /emq/metrics (Prometheus), /emq/stats
 ]

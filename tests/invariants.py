@@ -66,9 +66,13 @@ def _hash_ints(r: Any, key: str) -> dict[str, int]:
     return {text(f): int(v) for f, v in r.hgetall(key).items()}
 
 
-def check_invariants(queue: Queue) -> Snapshot:
+def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
     """Assert that the doctor finds ``queue``'s keyspace sound, and what only a test
-    checks; return what was read."""
+    checks; return what was read.
+
+    The doctor lets the ring hold a lane left empty by a cancel (the next claim
+    that lands on it drops it). Only with ``hollow_ok`` does a test allow that:
+    no other script may leave an empty lane on the ring."""
     report = Doctor(queue).audit()
     assert report.clean, f"the doctor found {report.problems} problem(s):\n" + "\n".join(
         map(str, report.findings)
@@ -122,6 +126,10 @@ def check_invariants(queue: Queue) -> Snapshot:
         for job_id, key in job_keys.items()
     }
     snap.jobs = {job_id: row for job_id, row in snap.jobs.items() if row}  # expired meanwhile
+
+    if not hollow_ok:
+        hollow = [lane for lane in snap.ring if lane not in snap.lanes]
+        assert not hollow, f"empty lanes on the ring: {hollow}"
 
     # -- settings are well-formed -----------------------------------------
     assert all(c >= 1 for c in snap.ceilings.values()), f"bad ceilings {snap.ceilings}"

@@ -78,6 +78,21 @@ def unserialisable_result() -> Any:
     return object()
 
 
+@task(takes_context=True)
+def cooperative(context: TaskContext[Any, Any]) -> str:
+    """Report progress, then wait (at most 30 s) until a cancel is asked; say so."""
+    from django_emq import cancel_requested, report_progress
+
+    report_progress(context, 0.5, "halfway")
+    _record("start:cooperative")
+    give_up = time.monotonic() + 30
+    while time.monotonic() < give_up:
+        if cancel_requested(context):
+            return "stopped"
+        time.sleep(0.02)
+    return "never asked"
+
+
 @task
 def surrogate() -> str:
     """Returns text with a lone surrogate: Python holds it, UTF-8 (and Valkey) cannot."""
@@ -121,3 +136,11 @@ local n = redis.call('INCR', KEYS[1])
 if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end
 return n
 """
+
+
+@task(takes_context=True)
+async def async_cooperative(context: TaskContext[Any, Any]) -> str:
+    """Record the start, then wait (at most 30 s): the worker cancels it when asked."""
+    _record("start:async_cooperative")
+    await asyncio.sleep(30)
+    return "never asked"

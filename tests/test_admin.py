@@ -273,7 +273,7 @@ def test_the_list_shows_totals_per_queue(q: Queue, viewer: Client) -> None:
     claim_one(q)  # from A
     page = html(viewer.get(LIST))
     queues = page[page.index('id="emq-queues"') : page.index('class="emq-overview"')]
-    cells = re.findall(r'<td class="emq-num">(\d+)</td>', queues)
+    cells = re.findall(r'<td class="emq-num">(?:<a href="[^"]+"[^>]*>)?(\d+)(?:</a>)?</td>', queues)
     # pending, in flight, scheduled, dead, lanes with jobs, lanes in rotation
     assert cells[:6] == ["5", "1", "0", "1", "2", "2"]
     assert cells[6:] == ["4", "0", "0", "0", "1", "1"]
@@ -424,11 +424,11 @@ def test_the_detail_lists_pending_jobs_in_run_order_page_by_page(
     q.retry(c.job_id, c.token, "again")  # back at the head of the lane
     first = html(viewer.get(detail(A)))
     pending = first[first.index('id="emq-pending"') : first.index('id="emq-inflight"')]
-    assert re.findall(r'emq-id">(JOB\w+)<', pending) == ids[:2]
+    assert re.findall(r'emq-id"><a href="[^"]+">(JOB\w+)<', pending) == ids[:2]
     assert "5 pending jobs" in pending
     second = html(viewer.get(detail(A) + "?pending=3"))
     pending = second[second.index('id="emq-pending"') : second.index('id="emq-inflight"')]
-    assert re.findall(r'emq-id">(JOB\w+)<', pending) == ids[4:]
+    assert re.findall(r'emq-id"><a href="[^"]+">(JOB\w+)<', pending) == ids[4:]
     assert re.search(r'<td class="emq-num">5</td>\s*<td class="emq-id">', pending)
 
 
@@ -463,7 +463,8 @@ def test_the_detail_lists_dead_jobs_with_error_and_traceback(q: Queue, viewer: C
     (plain,) = make_dead(q, A, error="RuntimeError: raw text")
     page = html(viewer.get(detail(A)))
     dead = page[page.index('id="emq-dead"') :]
-    assert re.findall(r'emq-id">(JOB\w+)<', dead) == [plain, structured], "latest death first"
+    found = re.findall(r'emq-id"><a href="[^"]+">(JOB\w+)<', dead)
+    assert found == [plain, structured], "latest death first"
     assert "<strong>builtins.ValueError</strong>" in dead
     assert "ValueError: boom" in dead
     assert "File &quot;x.py&quot;, line 1" in dead, "the traceback, escaped"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 import redis
@@ -61,3 +62,38 @@ def test_job_times_show_seconds_and_a_dead_job_its_class_once(
     assert "<strong>builtins.ValueError</strong>: boom" in dead
     assert dead.count("ValueError: boom") == 1  # in the traceback only
     assert job in dead
+
+
+def test_the_stylesheets_carry_the_csp_nonce_when_the_site_uses_one(
+    emq: redis.Redis, viewer: Client, settings: Any
+) -> None:
+    """Written for Django 6.0 and 6.1 alike (``{% csp_nonce_attr %}`` is 6.1's)."""
+    settings.TEMPLATES = [
+        {
+            **settings.TEMPLATES[0],
+            "OPTIONS": {
+                "context_processors": [
+                    *settings.TEMPLATES[0]["OPTIONS"]["context_processors"],
+                    "django.template.context_processors.csp",
+                ]
+            },
+        }
+    ]
+    settings.MIDDLEWARE = [
+        *settings.MIDDLEWARE,
+        "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    ]
+    page = viewer.get(reverse("admin:django_emq_lane_changelist")).content.decode()
+    assert re.search(r'lanes\.css" nonce="[\w-]+">', page)
+
+
+def test_the_templates_use_no_tag_django_60_lacks() -> None:
+    """CI runs Django 6.1 alone; ``{% csp_nonce_attr %}`` (6.1's) would break
+    every admin page on 6.0, as the version matrix found."""
+    from pathlib import Path
+
+    import django_emq
+
+    folder = Path(django_emq.__file__).parent / "templates"
+    using = [p.name for p in folder.rglob("*.html") if "csp_nonce_attr" in p.read_text()]
+    assert using == []

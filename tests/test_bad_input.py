@@ -366,6 +366,11 @@ def test_a_worker_process_survives_every_bad_job(
     try:
         worker = workers.start("--concurrency", "2", "--lease", "5")
         wait_for(lambda: (q.job(good.id) or {}).get("state") == "done", what="the good job")
+        # with two slots the good job may finish while a bad one's failure is recorded
+        wait_for(
+            lambda: all((q.job(r.id) or {}).get("state") == "dead" for r in bad),
+            what="every bad job dead",
+        )
         assert all(error_of(result.id) for result in bad)
         assert worker.alive()
         later = enqueue_for(A, add, 1, 1)

@@ -342,6 +342,11 @@ def test_an_idle_worker_wakes_for_a_job_on_any_shard(
         worker = workers.start("--concurrency", "2")
         wait_for(worker.working, timeout=60, what="the worker up")
         queue = backend().engine("default")
+        wait_for(  # the beat reports in on every shard's node
+            lambda: all(on_cluster.hlen(shard.keys.workers) == 1 for shard in queue.shards),
+            timeout=30,
+            what="a heartbeat on every shard",
+        )
         for k in (2, 0, 1):  # one job on each shard, each once the worker is idle again
             label = f"wake{k}"
             queue.enqueue(riding(k), chaos_tasks.tick.module_path, [label])

@@ -232,6 +232,16 @@ def workload(queue: Queue) -> set[str]:
     assert [info.lane for info in use("lanes_named")([C, A])] == [C, A]
     assert use("job")(first.job_id) is not None
 
+    later = datetime.now(UTC) + timedelta(hours=1)
+    use("run_now")(queue.enqueue(C, TASK, run_after=later).job_id)
+    assert use("cancel")(queue.enqueue(C, TASK, run_after=later).job_id) == "cancelled"
+    running = queue.claim(60_000, worker_id="w:1")
+    assert running is not None
+    assert use("report_progress")(running[0].job_id, 0.5, "half")
+    assert use("cancel")(running[0].job_id) == "requested"
+    assert use("cancel_requested")(running[0].job_id)
+    queue.complete(running[0].job_id, running[0].token)
+
     assert use("retry_dead")([three.job_id], lane=three.lane) == 1
     assert use("delete_dead")(lane=three.lane) == 0
     return called
@@ -330,6 +340,9 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "mend_lanes": calls.mend_lanes(k, [(lane, "lane")]),
         "mend_ring": calls.mend_ring(k, True, True),
         "mend_key": calls.mend_key(k.ring, "list"),
+        "cancel": calls.cancel(k, job, 1000, "{}", 10),
+        "progress": calls.progress(k, job, 0.5, ""),
+        "due_now": calls.due_now(k, job),
     }
 
 

@@ -138,6 +138,7 @@ def structural_keys(world: World) -> dict[str, tuple[str, str]]:
         "unique": "hash",
         "rates": "hash",
         "throttled": "zset",
+        "turn": "hash",
     }
     keys = {name: (str(getattr(k, name)), kind) for name, kind in fixed.items()}
     keys["lane starts"] = (k.starts(A), "list")

@@ -257,7 +257,7 @@ def test_enqueue_costs_the_same_per_job_with_20000_lanes(r: redis.Redis) -> None
     assert "lpos" not in counts  # ... without looking for themselves in it
 
 
-def test_a_turn_without_weights_or_ceilings_costs_seven_commands(
+def test_a_turn_without_weights_or_ceilings_costs_nine_commands(
     r: redis.Redis, queue: Queue
 ) -> None:
     """The hot path's budget, counted: a claim of 16 turns over lanes that keep
@@ -281,9 +281,14 @@ def test_a_turn_without_weights_or_ceilings_costs_seven_commands(
     per_turn = {"lmove", "zpopmin", "hmget", "hset", "zincrby"}
     assert {name: counts[name] for name in per_turn} == dict.fromkeys(per_turn, 16)
     # the lane's active set and in-flight count, once per turn; the queue's
-    # active set and pending counter, once per call
+    # active set and pending counter, once per call; each job's wait, in this
+    # minute's histogram and this hour's lane histograms (first starts only),
+    # whose TTLs are set once per call
     assert counts["zadd"] == 16 + 1
-    assert counts["hincrby"] == 16 + 1
+    assert counts["hincrby"] == 16 + 1 + 2 * 16
+    assert counts["pexpire"] == 2
     assert counts["hlen"] == 3  # weights, ceilings, rates
     assert counts["time"] == 1
-    assert sum(counts.values()) - counts["evalsha"] == 16 * 7 + 5 + 5 + 1  # + rates' HLEN
+    # (+5: the checks before the first write, check.lua; +2: the history's TTLs;
+    # +1: the rates' HLEN, lua/includes/rate.lua)
+    assert sum(counts.values()) - counts["evalsha"] == 16 * 9 + 5 + 5 + 2 + 1

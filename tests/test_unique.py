@@ -116,6 +116,36 @@ def test_a_moved_job_frees_its_key(queue: Queue) -> None:
     check_invariants(queue)
 
 
+def test_the_key_frees_when_a_pending_job_is_cancelled(r: redis.Redis, queue: Queue) -> None:
+    first = queue.enqueue(A, TASK, unique_key=KEY)
+    assert queue.cancel(first.job_id) == "cancelled"
+    assert r.hget(queue.keys.unique, f"{A}:{KEY}") is None
+    assert not r.hexists(queue.keys.job(first.job_id), "uniq")
+    check_invariants(queue, hollow_ok=True)  # the emptied lane leaves at the next claim
+    again = queue.enqueue(A, TASK, unique_key=KEY)
+    assert not again.duplicate
+    assert again.job_id != first.job_id
+    check_invariants(queue)
+
+
+def test_the_key_frees_when_a_scheduled_job_is_cancelled(r: redis.Redis, queue: Queue) -> None:
+    later = datetime.now(UTC) + timedelta(hours=1)
+    first = queue.enqueue(A, TASK, run_after=later, unique_key=KEY)
+    assert queue.cancel(first.job_id) == "cancelled"
+    assert r.hget(queue.keys.unique, f"{A}:{KEY}") is None
+    check_invariants(queue)
+    assert not queue.enqueue(A, TASK, unique_key=KEY).duplicate
+    check_invariants(queue)
+
+
+def test_a_running_job_asked_to_cancel_keeps_its_key(queue: Queue) -> None:
+    first = queue.enqueue(A, TASK, unique_key=KEY)
+    claim_one(queue)
+    assert queue.cancel(first.job_id) == "requested"
+    assert queue.enqueue(A, TASK, unique_key=KEY).job_id == first.job_id
+    check_invariants(queue)
+
+
 def test_a_finished_row_kept_for_its_result_holds_nothing(r: redis.Redis) -> None:
     queue = Queue("q", connection=r, result_ttl=timedelta(0))
     queue.enqueue(A, TASK, unique_key=KEY)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
-from django.urls import path
+from django.urls import include, path
 
 from tests.tasks import record
 
@@ -15,4 +15,8 @@ def enqueue_view(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"id": result.id})
 
 
-urlpatterns = [path("enqueue/", enqueue_view), path("admin/", admin.site.urls)]
+urlpatterns = [
+    path("enqueue/", enqueue_view),
+    path("admin/", admin.site.urls),
+    path("emq/", include("django_emq.urls")),
+]

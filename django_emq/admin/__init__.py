@@ -6,6 +6,7 @@ model. The parts: ``lanes`` (the views), ``actions`` (lane control forms),
 
 from __future__ import annotations
 
+from .jobs import JobAdmin
 from .lanes import LaneAdmin
 
-__all__ = ["LaneAdmin"]
+__all__ = ["JobAdmin", "LaneAdmin"]

@@ -200,6 +200,11 @@ class LaneAdmin(ActionViews, ModelAdmin):
                     "totals": t,
                     "selected": n == name,
                     "url": self._query_url(request, queue=n, page=None, q=None),
+                    "jobs_url": reverse(
+                        "admin:django_emq_job_changelist", current_app=self.admin_site.name
+                    )
+                    + "?"
+                    + urlencode({"queue": n}),
                 }
                 for n, t in totals.items()
             ],
@@ -323,6 +328,8 @@ class LaneAdmin(ActionViews, ModelAdmin):
                 for name in ACTIONS
             },
             here=request.get_full_path(),
+            job_base=reverse("admin:django_emq_job_changelist", current_app=self.admin_site.name)
+            + f"{queue.name}/",
         )
         return TemplateResponse(request, "admin/django_emq/lane.html", context)
 

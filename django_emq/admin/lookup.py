@@ -11,21 +11,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import Q
-from django.tasks import task_backends
+from django.urls import reverse
 
-from ..backend import FairLanesBackend
+from ..backend import configured_queues
 from ..engine.ids import unbase62
 from ..lanes import brand_for, lane_for
 
-
-def configured_queues() -> dict[str, FairLanesBackend]:
-    """Every queue of every ``FairLanesBackend`` in ``TASKS``, by name."""
-    found: dict[str, FairLanesBackend] = {}
-    for backend in task_backends.all():
-        if isinstance(backend, FairLanesBackend):
-            for name in sorted(backend.queues):
-                found.setdefault(name, backend)
-    return dict(sorted(found.items()))
+__all__ = ["configured_queues", "lane_links", "lane_owners", "user_lanes"]
 
 
 def lane_owners(lanes: Sequence[str]) -> dict[str, str]:
@@ -57,3 +49,30 @@ def user_lanes(query: str, limit: int) -> list[str]:
         match |= Q(**{f"{email}__iexact": query})
     users = user_model._default_manager.filter(match).order_by("pk")[:limit]
     return list(dict.fromkeys(lane_for(user) for user in users))
+
+
+def lane_links(lanes: Sequence[str], admin_site: Any) -> dict[str, dict[str, str | None]]:
+    """The user behind each user lane, with a link to its admin page when the
+    site has one (``url`` is ``None`` otherwise); one database query."""
+    user_model = get_user_model()
+    names = lane_owners(lanes)
+    if not names:
+        return {}
+    registered = user_model in admin_site._registry
+    field = user_model.USERNAME_FIELD
+    users = {
+        user.get_username(): user.pk
+        for user in user_model._default_manager.filter(**{f"{field}__in": list(names.values())})
+    }
+    meta = user_model._meta
+    links: dict[str, dict[str, str | None]] = {}
+    for lane, name in names.items():
+        url = None
+        if registered and name in users:
+            url = reverse(
+                f"admin:{meta.app_label}_{meta.model_name}_change",
+                args=[users[name]],
+                current_app=admin_site.name,
+            )
+        links[lane] = {"label": name, "url": url}
+    return links

@@ -291,6 +291,19 @@ def delete_dead(k: QueueKeys, lane: str, limit: int, job_ids: list[str]) -> Call
     return Call("delete_dead", [k.dead], [k.prefix, lane, limit, *job_ids])
 
 
+def cancel(k: QueueKeys, job_id: str, ttl_ms: int, error: str, history: int) -> Call:
+    keys = [k.schedule, k.depths, k.stats, k.job(job_id), k.wake]
+    return Call("cancel", keys, [k.prefix, job_id, ttl_ms, error, history])
+
+
+def progress(k: QueueKeys, job_id: str, done: float, note: str) -> Call:
+    return Call("progress", [k.job(job_id)], [repr(float(done)), note])
+
+
+def due_now(k: QueueKeys, job_id: str) -> Call:
+    return Call("due_now", [k.schedule, k.job(job_id)], [job_id])
+
+
 # -- the doctor's calls (django_emq.engine.doctor) ------------------------------------
 
 

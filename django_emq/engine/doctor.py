@@ -51,6 +51,7 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "seq": "string",
     "wake": "list",
     "workers": "hash",
+    "finished": "zset",
     "turn": "hash",
     # lane policies (engine/policies.py)
     "max_depths": "hash",
@@ -68,6 +69,7 @@ PLACE_OF_STATE: dict[str, str | None] = {
     "scheduled": "schedule",
     "dead": "dead",
     "done": None,
+    "cancelled": None,
 }
 
 #: A lane's sets, by key suffix: the state their members' rows must have.
@@ -145,6 +147,8 @@ def expected_type(keys: QueueKeys, key: str) -> str | None:
         if not is_lane(lane):
             return None
         return "zset" if suffix in LANE_SETS else LANE_LOGS.get(suffix)
+    if rest.startswith(("m:", "lw:")) and rest.partition(":")[2].isdigit():
+        return "hash"  # the history's minutes and lanes' hours (lua/includes/history.lua)
     if rest.startswith("job:"):
         try:
             validate_job_id(rest[4:])

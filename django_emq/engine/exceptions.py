@@ -82,6 +82,12 @@ class CorruptJob(JobError):
     worker makes it dead with this error."""
 
 
+class JobCancelled(JobError):
+    """The error a job is left with when it was cancelled before it ran (or its
+    task stopped when asked to). Kept on the row; raise it from a task that
+    honours ``django_emq.cancel_requested`` to end as cancelled."""
+
+
 class CorruptKeyspace(EMQError, redis.ResponseError):
     """A key of the queue holds a value of the wrong type (edited by hand, or
     written by something else): the script found it before its first write,
@@ -175,6 +181,7 @@ for _cls in (
     InvalidJobState,
     LeaseExpired,
     CorruptJob,
+    JobCancelled,
     CorruptKeyspace,
 ):
     _cls.__module__ = "django_emq.exceptions"

@@ -131,6 +131,21 @@ class QueueKeys:
         """Hash: worker id -> last heartbeat record (JSON)."""
         return self._k("workers")
 
+    @property
+    def finished(self) -> str:
+        """Sorted set: the last finished job ids (done, dead, cancelled) by time of
+        finishing (ms), at most ``FINISHED_WINDOW`` of them (lua/includes/history.lua)."""
+        return self._k("finished")
+
+    def minute(self, minute: int) -> str:
+        """Hash: one minute's counters and wait histogram (``minute`` = epoch ms // 60000)."""
+        return self._k(f"m:{minute}")
+
+    def lane_waits(self, hour: int) -> str:
+        """Hash: every lane's wait histogram for one hour (field ``<lane>:<bucket>``;
+        ``hour`` = epoch ms // 3600000)."""
+        return self._k(f"lw:{hour}")
+
     def pending(self, lane: str) -> str:
         """Sorted set: lane's pending job ids scored by mint order."""
         return self._k(f"g:{validate_lane(lane)}:pending")

@@ -22,6 +22,7 @@ from .api import QueueAPI
 from .control import BATCH, LaneControl
 from .exceptions import CorruptKeyspace, EnqueueError, JobError, check_code, script_error
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
+from .jobs import JobControl
 from .keys import QueueKeys
 from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text
 from .policies import LanePolicies
@@ -79,7 +80,7 @@ __all__ = [
 ]
 
 
-class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
+class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
     """One queue of fair lanes on one Valkey server.
 
     ``result_ttl`` is how long a finished job's row (its result) is kept,
@@ -327,7 +328,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, QueueReads):
         self, encoded: Sequence[tuple[str, int, str | bytes]], request: ClaimRequest
     ) -> calls.Call:
         """The ``complete_claim`` call: ``encoded`` outcomes (from
-        :func:`encode_outcomes`), then the claim ``request`` (``max_jobs`` 0:
+        ``encode_outcomes``), then the claim ``request`` (``max_jobs`` 0:
         record only)."""
         if request.max_jobs == 0:
             checked = replace(request, max_jobs=1).checked()

@@ -44,6 +44,8 @@ class Row:
     ERROR: Final = "error"
     #: The latest failures' texts (a JSON array of at most ``Queue.history``).
     ERRORS: Final = "errors"
+    CANCEL: Final = "cancel"
+    PROGRESS: Final = "progress"
     #: How many failures there were in all (``errors`` keeps the latest).
     ERRORS_TOTAL: Final = "errors_total"
     #: Opaque JSON the enqueuing layer keeps (django-emq's backend: its alias, ``run_after``).
@@ -83,8 +85,8 @@ LISTED_FIELDS: Final = (
 
 @dataclass(frozen=True, slots=True)
 class WorkerBeat:
-    """A worker's last heartbeat (``beat_ms``: the worker's clock, corrected by
-    the server's); ``None`` fields when the record could not be read."""
+    """A worker's last heartbeat (``beat_ms`` from the worker's clock);
+    ``None`` fields when the record could not be read."""
 
     worker_id: str
     host: str | None
@@ -92,6 +94,13 @@ class WorkerBeat:
     done: int | None
     running: int | None
     beat_ms: int | None
+    #: Optional in a record (a worker that does not write them shows "?"):
+    #: the queues it serves, its concurrency, the jobs that failed on it, and
+    #: when it started (ms, the worker's clock).
+    queues: tuple[str, ...] = ()
+    concurrency: int | None = None
+    failed: int | None = None
+    started_ms: int | None = None
     #: The worker's beat interval in ms (``None``: a record from before it was kept).
     every_ms: int | None = None
 
@@ -104,10 +113,23 @@ class WorkerBeat:
 
 
 def heartbeat(
-    *, host: str, pid: int, done: int, running: int, beat_ms: int, every_ms: int | None = None
+    *,
+    host: str,
+    pid: int,
+    done: int,
+    running: int,
+    beat_ms: int,
+    every_ms: int | None = None,
+    queues: tuple[str, ...] = (),
+    concurrency: int | None = None,
+    failed: int | None = None,
+    started_ms: int | None = None,
 ) -> str:
     """The record a worker's beat stores under its id: ``beat_ms`` when it
-    beat (server ms), ``every_ms`` how often it beats."""
+    beat (server ms), ``every_ms`` how often it beats; the queues it serves,
+    its concurrency, the jobs that failed on it and when it started (server
+    ms) are optional (left out when not given; the admin's workers page shows
+    them)."""
     record: dict[str, Any] = {
         "host": host,
         "pid": pid,
@@ -115,8 +137,9 @@ def heartbeat(
         "running": running,
         "beat": beat_ms,
     }
-    if every_ms is not None:
-        record["every"] = every_ms
+    optional = {"every": every_ms, "queues": list(queues), "concurrency": concurrency,
+                "failed": failed, "started": started_ms}  # fmt: skip
+    record.update((k, v) for k, v in optional.items() if v not in (None, []))
     return json.dumps(record, separators=(",", ":"))
 
 
@@ -131,6 +154,13 @@ def heartbeat_is_stale(raw: Any, now_ms: int, default_every_ms: int, after_beats
         return False
 
 
+def _optional_int(record: dict[str, Any], name: str) -> int | None:
+    try:
+        return None if record.get(name) is None else int(record[name])
+    except (TypeError, ValueError):
+        return None
+
+
 def parse_heartbeat(worker_id: str, raw: Any) -> WorkerBeat:
     """A heartbeat record read back; an unreadable one keeps only its id, so the
     worker still shows up."""
@@ -143,6 +173,10 @@ def parse_heartbeat(worker_id: str, raw: Any) -> WorkerBeat:
             int(record["done"]),
             int(record.get("running", 0)),
             int(record["beat"]),
+            tuple(str(q) for q in record.get("queues") or () if isinstance(q, str)),
+            _optional_int(record, "concurrency"),
+            _optional_int(record, "failed"),
+            _optional_int(record, "started"),
             int(record["every"]) if record.get("every") else None,
         )
     except (ValueError, TypeError, KeyError, AttributeError):

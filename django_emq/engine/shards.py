@@ -193,6 +193,20 @@ class ShardedQueue(QueueAPI, LanePolicies):
             )
         return shard.move(job_id, lane)
 
+    # -- job control -------------------------------------------------------------
+
+    def cancel(self, job_id: str) -> str:
+        return self.shard_for_job(job_id).cancel(job_id)
+
+    def cancel_requested(self, job_id: str) -> bool:
+        return self.shard_for_job(job_id).cancel_requested(job_id)
+
+    def run_now(self, job_id: str) -> None:
+        self.shard_for_job(job_id).run_now(job_id)
+
+    def report_progress(self, job_id: str, done: float, note: str = "") -> bool:
+        return self.shard_for_job(job_id).report_progress(job_id, done, note)
+
     # -- dead jobs -------------------------------------------------------------
 
     def retry_dead(self, job_ids: Iterable[str] | None = None, *, lane: str | None = None) -> int:

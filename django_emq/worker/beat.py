@@ -11,7 +11,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,9 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from ..engine import calls
-from ..engine.exceptions import JobError, check_code
 from ..engine.payload import text
-from ..engine.rows import heartbeat, parse_heartbeat
+from ..engine.rows import heartbeat, heartbeat_is_stale
+from ..exceptions import JobError, check_code
 from .client import AsyncClient
 from .jobs import Job
 from .outcomes import CALL_ERRORS
@@ -123,21 +123,26 @@ class Beat:
         done, running = self._counts()
         every_ms = int(self.beat_s * 1000)
         record = heartbeat(
-            host=self._host, pid=os.getpid(), done=done, running=running,
-            beat_ms=int(time.time() * 1000) + self._offset_ms, every_ms=every_ms,
-        )  # fmt: skip
+            host=self._host,
+            pid=os.getpid(),
+            done=done,
+            running=running,
+            beat_ms=int(time.time() * 1000) + self._offset_ms,
+            every_ms=every_ms,
+        )
         client = shard.client
+        clustered = isinstance(client, RedisCluster)
         pipe = client.pipeline(transaction=False)
-        pipe.time()
+        if not clustered:  # a cluster pipeline takes keyed commands only
+            pipe.time()
         pipe.hset(shard.keys.workers, self.worker_id, record)
         pipe.hgetall(shard.keys.workers)
-        (seconds, micros), _, beats = await pipe.execute()
+        replies = await pipe.execute()
+        seconds, micros = await client.time() if clustered else replies[0]
+        beats = replies[-1]
         now_ms = int(seconds) * 1000 + int(micros) // 1000
         self._offset_ms = now_ms - int(time.time() * 1000)
-        stale = [
-            text(w) for w, raw in beats.items()
-            if parse_heartbeat(text(w), raw).stale(now_ms, PRUNE_AFTER_BEATS, every_ms)
-        ]  # fmt: skip
+        stale = _stale(beats, now_ms, every_ms)
         if stale:
             await client.hdel(shard.keys.workers, *stale)
 
@@ -145,6 +150,14 @@ class Beat:
         for shard in self.shards:
             with contextlib.suppress(*CALL_ERRORS):
                 await shard.client.hdel(shard.keys.workers, self.worker_id)
+
+
+def _stale(beats: Mapping[Any, Any], now_ms: int, every_ms: int) -> list[str]:
+    return [
+        text(w)
+        for w, raw in beats.items()
+        if heartbeat_is_stale(raw, now_ms, every_ms, PRUNE_AFTER_BEATS)
+    ]
 
 
 async def _pipelined(client: AsyncClient, shard: Shard, built: list[calls.Call]) -> list[Any]:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 
 import redis
 
-from ..engine.exceptions import UNAVAILABLE
+from ..exceptions import UNAVAILABLE
 from .client import AsyncClient, park, wake_groups
 from .core import Core
+from .glitches import Glitches
 from .outcomes import CALL_ERRORS
 from .shard import Rotation
 
@@ -36,12 +36,17 @@ class Claimer:
 
     async def run(self) -> None:
         core = self.core
+        glitches = Glitches("claim")
         while not core.stopping and not self.drained:
             want = core.want()
             if want == 0:
                 await core.wait()
                 continue
-            got = await self._claim(want)
+            got: bool | None = None
+            with glitches:
+                got = await self._claim(want)
+            if glitches.in_a_row:
+                await asyncio.sleep(min(1.0, 0.05 * glitches.in_a_row))
             if got is False:  # None: the server refused or was away (backed off)
                 await self._nothing_to_claim()
 
@@ -49,7 +54,6 @@ class Claimer:
         """Claim up to ``want`` jobs (the successes waiting ride along): whether any
         came, ``None`` when the server refused or could not answer."""
         core, plan = self.core, self.plan
-        sent = time.monotonic()
         try:
             found = await self.rotation.claim(want, plan.lease_ms, plan.worker_id, core.outcomes)
         except CALL_ERRORS as exc:
@@ -58,7 +62,7 @@ class Claimer:
         self._outage = 0
         if found is None:
             return False
-        core.register(*found, sent)
+        core.register(*found)
         return True
 
     async def _nothing_to_claim(self) -> None:

@@ -20,8 +20,9 @@ from redis.maint_notifications import MaintNotificationsConfig
 
 from ..connection import server_url
 from ..engine.calls import Call
-from ..engine.exceptions import UNAVAILABLE, ScriptError, script_error
+from ..engine.exceptions import script_error
 from ..engine.scripts import sources
+from ..exceptions import UNAVAILABLE, ScriptError
 from ..url import is_cluster_url, normalize_url, parse_cluster_url
 
 #: A client of one server, or of a Valkey Cluster.

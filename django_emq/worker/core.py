@@ -22,13 +22,11 @@ from collections.abc import Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import close_old_connections
 from django.tasks import TaskResult, TaskResultStatus
-from django.tasks.signals import task_finished
+from django.tasks.signals import task_finished, task_started
 
-from ..backend import FairLanesBackend
-from ..engine.exceptions import JobError
-from ..engine.records import Claim
+from ..engine.queue import Claim
+from ..exceptions import JobError
 from .execute import (
     Done,
     Failed,
@@ -36,6 +34,7 @@ from .execute import (
     Policy,
     aexecute,
     execute,
+    failed,
     is_async,
     load_task,
     running_result,
@@ -45,6 +44,7 @@ from .logs import job_line
 from .options import Plan
 from .outcomes import CALL_ERRORS, Outcomes, Success
 from .shard import Shard
+from .signals import listening, send_all, send_batch
 from .threads import Threads
 
 logger = logging.getLogger("django_emq.worker")
@@ -150,20 +150,46 @@ class Core:
     # -- running -----------------------------------------------------------------
 
     def _start_async(self) -> None:
+        """Start the coroutine jobs that have a slot: ``task_started`` for all of
+        them in one hand-off when anything listens, then each on the loop."""
+        batch = []
         while self._waiting_async and self._running_async < self.plan.concurrency:
             job = self._waiting_async.popleft()
             if self.stopping or not job.may_start(self.margin):
                 self._not_started(job)
                 continue
+            assert job.task is not None
             self._running_async += 1
             job.started = time.monotonic()
+            try:
+                job.result = running_result(
+                    job.task, job.claim, self.policy.alias, self.policy.use_tz
+                )
+            except Exception as exc:  # a bug around the task: the job fails, not the worker
+                self._running_async -= 1
+                job.ended = job.started
+                self._ran(job, failed(exc, job.claim.token, self.policy))
+                continue
+            batch.append(job)
+        if batch and listening(task_started):
+            self.spawn(self._started_then_run(batch))
+        else:
+            for job in batch:
+                self.spawn(self._run_async(job))
+
+    async def _started_then_run(self, batch: list[Job]) -> None:
+        await send_batch(task_started, [job.result for job in batch if job.result is not None])
+        for job in batch:
             self.spawn(self._run_async(job))
 
     async def _run_async(self, job: Job) -> None:
         assert job.task is not None
-        job.result = running_result(job.task, job.claim, self.policy.alias, self.policy.use_tz)
+        assert job.result is not None
+        outcome: Outcome
         try:
             outcome = await aexecute(job.task, job.result, job.claim.token, self.policy)
+        except BaseException as exc:  # a bug around the task: the job fails, not the worker
+            outcome = failed(exc, job.claim.token, self.policy)
         finally:
             self._running_async -= 1
             job.ended = time.monotonic()
@@ -176,9 +202,11 @@ class Core:
         if self.stopping or not job.may_start(self.margin):
             return None
         job.started = time.monotonic()
-        job.result = running_result(job.task, job.claim, self.policy.alias, self.policy.use_tz)
         try:
+            job.result = running_result(job.task, job.claim, self.policy.alias, self.policy.use_tz)
             return execute(job.task, job.result, job.claim.token, self.policy)
+        except BaseException as exc:  # a bug around the task: the job fails, not the thread
+            return failed(exc, job.claim.token, self.policy)
         finally:
             job.ended = time.monotonic()
 
@@ -279,10 +307,9 @@ class Core:
 
     def _announce(self, items: list[tuple[Job, TaskResultStatus, Any]]) -> None:
         """``task_finished`` for each recorded job, when anything listens: sync
-        tasks' from a worker thread, coroutine tasks' with ``asend``."""
-        if not items or not task_finished.receivers:
-            return
-        if not task_finished.has_listeners(FairLanesBackend):
+        tasks' from a worker thread (after the jobs handed to it before), coroutine
+        tasks' in one hand-off (see :mod:`.signals`)."""
+        if not items or not listening(task_finished):
             return
         sync: list[TaskResult[Any, Any]] = []
         coros: list[TaskResult[Any, Any]] = []
@@ -292,9 +319,9 @@ class Core:
             result = finished_result(job.result, status, value)
             (coros if job.task is not None and is_async(job.task) else sync).append(result)
         if sync:
-            self.threads.call(functools.partial(_send_finished, sync))
-        for result in coros:
-            self.spawn(task_finished.asend(FairLanesBackend, task_result=result))
+            self.threads.call(functools.partial(send_all, task_finished, sync))
+        if coros:
+            self.spawn(send_batch(task_finished, coros))
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
@@ -325,16 +352,3 @@ def finished_result(
     if status == TaskResultStatus.SUCCESSFUL:
         object.__setattr__(result, "_return_value", value)
     return result
-
-
-def _send_finished(results: list[TaskResult[Any, Any]]) -> None:
-    """On a worker thread: ``task_finished`` for each; connections the receivers
-    opened are closed after, as around a job."""
-    try:
-        for result in results:
-            try:
-                task_finished.send(FairLanesBackend, task_result=result)
-            except Exception:
-                logger.exception("job %s: a task_finished receiver failed", result.id)
-    finally:
-        close_old_connections()

@@ -9,6 +9,7 @@ closed around it); :func:`aexecute` awaits a coroutine task on the event loop.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import random
 import traceback
@@ -24,9 +25,10 @@ from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
 from ..backend import FairLanesBackend, task_error
-from ..engine.exceptions import CorruptJob, InvalidArguments
 from ..engine.payload import encode_result
 from ..engine.records import Claim
+from ..exceptions import CorruptJob, InvalidArguments, JobCancelled
+from ..jobs import stop_when_cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,18 +156,37 @@ def execute(
 async def aexecute(
     task: Task[Any, Any], result: TaskResult[Any, Any], attempt: int, policy: Policy
 ) -> Outcome:
-    """Await a coroutine task on the event loop (``task_started`` is sent with
-    ``asend`` when anything listens, so sync receivers run off the loop)."""
+    """Await a coroutine task on the event loop (its ``task_started`` is the
+    caller's: coroutine jobs start in batches, see :mod:`.signals`)."""
     try:
-        if task_started.receivers and task_started.has_listeners(FairLanesBackend):
-            await task_started.asend(FairLanesBackend, task_result=result)
         if task.takes_context:
-            value = await task.func(TaskContext(task_result=result), *result.args, **result.kwargs)
-        else:
-            value = await task.func(*result.args, **result.kwargs)
+            return await _cancellable(task, TaskContext(task_result=result), attempt, policy)
+        value = await task.func(*result.args, **result.kwargs)
         return finish(value, attempt, policy)
     except BaseException as exc:  # CancelledError included: the worker is going away
         return failed(exc, attempt, policy)
+
+
+async def _cancellable(
+    task: Task[Any, Any], context: TaskContext[Any, Any], attempt: int, policy: Policy
+) -> Outcome:
+    """The hook that honours cancels for coroutine tasks that take the context:
+    ``stop_when_cancelled`` looks at the job's cancel flag (one read a second)
+    and cancels the task at its next ``await`` once a cancel is asked. The job
+    then ends dead at once with a ``JobCancelled`` error (never retried)."""
+    result = context.task_result
+    running = asyncio.ensure_future(task.func(context, *result.args, **result.kwargs))
+    watcher = asyncio.ensure_future(stop_when_cancelled(context, running))
+    try:
+        value = await running
+    except asyncio.CancelledError:
+        if not (watcher.done() and not watcher.cancelled() and watcher.result()):
+            raise  # the worker itself is going away
+        reason = f"{task.module_path} stopped: a cancel was asked while it ran"
+        return Failed(task_error(JobCancelled(result.id, reason), reason), None, reason)
+    finally:
+        watcher.cancel()
+    return finish(value, attempt, policy)
 
 
 def finish(value: Any, attempt: int, policy: Policy) -> Outcome:

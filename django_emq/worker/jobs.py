@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..engine.records import Claim
+from ..engine.queue import Claim
 
 if TYPE_CHECKING:
     from django.tasks import Task, TaskResult

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..conf import DEFAULT_THREADS, MAX_PREFETCH, emq_settings
-from ..engine.records import WORKER_ID_RE
+from ..engine.queue import WORKER_ID_RE
 
 
 @dataclass

@@ -20,9 +20,10 @@ from typing import Any
 
 import redis
 
-from ..engine.exceptions import UNAVAILABLE, JobError
-from ..engine.records import MAX_BATCH
+from ..engine.queue import MAX_BATCH
+from ..exceptions import UNAVAILABLE, JobError
 from .execute import Failed
+from .glitches import Glitches
 from .jobs import Job
 from .shard import Outcome, Shard
 
@@ -147,6 +148,9 @@ class Outcomes:
                 refusals = [exc] * len(items)
             except redis.ResponseError as exc:  # refused outright (OOM, READONLY, ...)
                 refusals = [exc] * len(items)
+            except BaseException:  # unknown whether they landed: sent again later (fenced)
+                self.put_back(items)
+                raise
             self.settled(items, refusals)
         return ok
 
@@ -160,6 +164,7 @@ class Outcomes:
         """The flusher: send the successes no claim took within ``FLUSH_AFTER``.
         One try each time, so a lost server never holds the worker up: what it
         cannot take is tried again a moment later (or goes with a claim)."""
+        glitches = Glitches("recording outcomes")
         while True:
             if not self._waiting:
                 self._arrived.clear()
@@ -170,7 +175,10 @@ class Outcomes:
             if wait > 0:
                 await asyncio.sleep(wait)
                 continue
-            if not await self.record(self.take(), patient=False):
+            ok = False
+            with glitches:
+                ok = await self.record(self.take(), patient=False)
+            if not ok:
                 self._hold = time.monotonic() + min(1.0, beat_s)
 
     async def fail(self, job: Job, failed: Failed) -> str:

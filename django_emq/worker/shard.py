@@ -16,10 +16,10 @@ import redis
 
 from ..engine import calls
 from ..engine.control import BATCH
-from ..engine.exceptions import UNAVAILABLE, JobError, check_code
 from ..engine.payload import text
 from ..engine.queue import Queue
 from ..engine.records import MAX_WEIGHT, Claim, error_text, parse_claims, rate_arg, refusals
+from ..exceptions import UNAVAILABLE, JobError, check_code
 from .client import AsyncClient, AsyncScripts
 
 if TYPE_CHECKING:
@@ -32,6 +32,8 @@ EMPTY_HOLD = 0.05
 
 #: ``(job_id, token, result JSON as UTF-8)``: one success to record.
 Outcome = tuple[str, int, bytes]
+#: Jobs a claim took: the shard, the claims, and when the claim was sent (monotonic).
+Claimed = tuple["Shard", list[Claim], float]
 
 
 class Shard:
@@ -144,10 +146,11 @@ class Rotation:
 
     async def claim(
         self, want: int, lease_ms: int, worker: str, outcomes: Outcomes | None = None
-    ) -> tuple[Shard, list[Claim]] | None:
-        """The next member in turn's claims, with the shard they came from; ``None``
-        when none has anything to serve. The successes waiting for a shard ride
-        along with its claim (``outcomes``: they are settled here)."""
+    ) -> Claimed | None:
+        """The next member in turn's claims, with the shard they came from and when
+        the claim that took them was sent; ``None`` when none has anything to
+        serve. The successes waiting for a shard ride along with its claim
+        (``outcomes``: they are settled here)."""
         now = time.monotonic()
         order = [(self._next + step) % len(self.members) for step in range(len(self.members))]
         fresh = [i for i in order if self._empty.get(i, 0.0) <= now]
@@ -177,7 +180,7 @@ class Rotation:
 
     async def _claim_member(
         self, index: int, want: int, lease_ms: int, worker: str, outcomes: Outcomes | None
-    ) -> tuple[Shard, list[Claim]] | None:
+    ) -> Claimed | None:
         member = self.members[index]
         if isinstance(member, Rotation):
             return await member.claim(want, lease_ms, worker, outcomes)
@@ -186,8 +189,9 @@ class Rotation:
 
 async def _claim_from(
     shard: Shard, want: int, lease_ms: int, worker: str, outcomes: Outcomes | None
-) -> tuple[Shard, list[Claim]] | None:
+) -> Claimed | None:
     batch = [] if outcomes is None else outcomes.take(shard)
+    sent = time.monotonic()  # the leases run from no earlier than this
     try:
         claims, refusals = await shard.claim(want, lease_ms, worker, [s.outcome for s in batch])
     except UNAVAILABLE:
@@ -200,6 +204,10 @@ async def _claim_from(
         if outcomes is not None:
             outcomes.settled(batch, [exc] * len(batch))
         raise
+    except BaseException:  # unknown whether they landed: sent again later (fenced)
+        if outcomes is not None:
+            outcomes.put_back(batch)
+        raise
     if outcomes is not None:
         outcomes.settled(batch, list(refusals))
-    return (shard, claims) if claims else None
+    return (shard, claims, sent) if claims else None

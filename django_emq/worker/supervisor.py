@@ -20,14 +20,14 @@ from django.conf import settings
 from ..backend import FairLanesBackend
 from ..conf import emq_settings
 from ..connection import unsupported_reason, version_from_info
-from ..engine.exceptions import UNAVAILABLE
-from ..exceptions import ConfigurationError
+from ..exceptions import UNAVAILABLE, ConfigurationError
 from ..schedules import tick
 from .beat import Beat
 from .claimer import Claimer
 from .client import AsyncClient, AsyncScripts, async_client
 from .core import Core
 from .execute import Policy
+from .glitches import Glitches
 from .options import WorkerOptions, plan
 from .shard import Rotation, Shard
 
@@ -206,9 +206,11 @@ class Worker:
 
     async def _beats(self, beat: Beat, core: Core) -> None:
         last_summary = time.monotonic()
+        glitches = Glitches("beat")
         while True:
             started = time.monotonic()
-            await beat(list(core.held.values()))
+            with glitches:
+                await beat(list(core.held.values()))
             if time.monotonic() - last_summary >= SUMMARY_EVERY:
                 last_summary = time.monotonic()
                 self._summary(core)

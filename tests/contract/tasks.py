@@ -11,6 +11,16 @@ from typing import Any
 
 from django.tasks import TaskContext, task
 
+from django_emq.connection import get_connection
+
+#: The list the long tasks push their name to as they start (plumbing: the
+#: process tests signal a worker only once its job has started).
+STARTED = "contract:started"
+
+
+def _started(name: str) -> None:
+    get_connection().rpush(STARTED, name)
+
 
 @task
 def noop_task(*args: Any, **kwargs: Any) -> None:
@@ -61,11 +71,13 @@ def exit_task() -> None:
 @task
 def hang() -> None:
     """Do nothing for five minutes (a worker signalled mid-job)."""
+    _started("hang")
     time.sleep(300)
 
 
 @task
 def sleep_for(seconds: float) -> None:
+    _started("sleep_for")
     time.sleep(seconds)
 
 

@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 from django.tasks import TaskResult, TaskResultStatus
 
+from django_emq.connection import get_connection
+
 from . import tasks as test_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,20 +83,18 @@ def wait_for_line(process: subprocess.Popen[str], text: str) -> None:
 
 
 def wait_until_running(process: subprocess.Popen[str], result: TaskResult[Any, Any]) -> None:
-    """Until the job reads RUNNING (claimed by the worker), then half a second
-    for the worker to start it (the reference sleeps a second and hopes it
-    did): a job claimed but not started yet is handed back on a signal, so the
-    signal must come after this. The worker's log is not used: it leaves
-    Django's per-job lines out (its own line comes when a job ends)."""
+    """Until the job reads RUNNING and its task has started (the reference
+    sleeps a second and hopes it did): a job claimed but not started yet is
+    handed back on a signal, so the signal must come after this. The long
+    tasks say they started in a Valkey list (``tasks.STARTED``)."""
     deadline = time.monotonic() + PATIENCE
     while True:
         assert process.poll() is None, "the worker exited before it ran the job"
         result.refresh()
-        if result.status == TaskResultStatus.RUNNING:
-            break
+        if result.status == TaskResultStatus.RUNNING and get_connection().llen(test_tasks.STARTED):
+            return
         assert time.monotonic() < deadline, f"job {result.id} never started"
         time.sleep(0.02)
-    time.sleep(0.5)
 
 
 def test_run_subprocess(workers: Workers) -> None:

@@ -17,6 +17,8 @@
                             weighted turn, when a claim cut it short
   derived: <prefix>g:<lane>:pending and <prefix>g:<lane>:active (zsets; the
            latter holds the lane's claimed ids by claim time), <prefix>job:<id> (hash)
+  history: the keys of includes/history.lua (a job's first start: its wait),
+           written with pcall
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  lease_ms  lease length; the deadline is server time + lease_ms

@@ -14,6 +14,9 @@
   derived: <prefix>job:<id> (hash) of each job, <prefix>g:<lane>:pending and
            <prefix>g:<lane>:active (zsets) of each job's lane, <prefix>unique
            (hash, see includes/policies.lua: a finished job frees its key)
+  history: the keys of includes/history.lua (the finished window and this
+           minute's `done`), written with pcall: a damaged history key never
+           fails the script
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  ttl_ms    how long a finished row is kept; 0 deletes it now

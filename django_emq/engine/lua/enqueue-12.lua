@@ -23,14 +23,16 @@
   ARGV[6]  max_attempts  failures allowed before the job is dead
   ARGV[7]  run_after     due time in epoch ms; 0 = now
   ARGV[8]  meta          opaque JSON the caller wants kept (may be empty)
-  ARGV[9]  prefix        the queue's key prefix, emq:{q}:
+  ARGV[9]  prefix        the queue's key prefix, emq:{q}: (for the policy and
+                         history keys)
   ARGV[10] max_depth     the queue's default max lane depth; '' for none
   ARGV[11] unique        the job's unique key on its lane; '' for none
   ARGV[12] schedule      the periodic schedule whose tick this job is; '' for none
   ARGV[13] tick          that tick's time (epoch ms): enqueued once, by whoever
                          claims it first (the schedule's last tick is older)
   derived: <prefix>maxdepth, <prefix>unique, <prefix>ticks (hashes, see
-           includes/policies.lua)
+           includes/policies.lua); <prefix>m:<minute> (hash,
+           includes/history.lua)
 
   Returns {1, state, enq} when enqueued (state 'pending' or 'scheduled'),
           {0, state, enq} when the id exists already (nothing changed),
@@ -46,6 +48,7 @@
 -- @include "pending"
 -- @include "ring"
 -- @include "policies"
+-- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -93,6 +96,7 @@ redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
 addCount(Q.stats, 'enqueued', 1, 1)
 if unique ~= '' then holdUnique(prefix, lane, unique, id, jk) end
 if schedule ~= '' then takeTick(prefix, schedule, ARGV[13], id) end
+countEvent(prefix, now, 'enq', 1)
 
 if state == 'scheduled' then
   redis.call('HSET', jk, 'due', due)

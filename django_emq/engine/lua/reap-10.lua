@@ -22,6 +22,9 @@
            <prefix>g:<lane>:dead (zsets), <prefix>job:<id> (hash), <prefix>unique
            (hash, see includes/policies.lua: a dead job frees its unique key)
 
+  history: the keys of includes/history.lua (the finished window and this minute's `dead`),
+           written with pcall: a damaged history key never fails the script
+
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  limit     at most this many jobs per call
   ARGV[3]  max_expiries  a job whose lease expired this many times is dead
@@ -39,6 +42,7 @@
 -- @include "errors"
 -- @include "return_to_lane"
 -- @include "policies"
+-- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -77,6 +81,7 @@ local function bury(id, jk, lane, expiries, row)
   redis.call('ZADD', Q.dead, now, id)
   redis.call('ZADD', laneDeadKey(prefix, lane), now, id)
   addCount(Q.stats, 'dead', 1, 1)
+  finishedJob(prefix, id, now, 'dead')
   joinRing(Q, lane, laneKey(prefix, lane))  -- its in-flight slot is free
 end
 

@@ -20,6 +20,9 @@
            <prefix>g:<lane>:dead (zsets) of the job's lane, <prefix>unique
            (hash, see includes/policies.lua: a dead job frees its unique key)
 
+  history: the keys of includes/history.lua (the finished window and this minute's `dead` or `retry`),
+           written with pcall: a damaged history key never fails the script
+
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  id        the job id
   ARGV[3]  token     the attempt number the claim returned
@@ -45,6 +48,7 @@
 -- @include "pending"
 -- @include "ring"
 -- @include "policies"
+-- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], schedule = KEYS[4],
   dead = KEYS[5], paused = KEYS[6], ceilings = KEYS[7], inflight = KEYS[8],
@@ -75,9 +79,11 @@ if ARGV[6] == 'dead' or fails >= max then
   redis.call('ZADD', Q.dead, now, id)
   redis.call('ZADD', laneDeadKey(prefix, lane), now, id)
   addCount(Q.stats, 'dead', 1, 1)
+  finishedJob(prefix, id, now, 'dead')
 else
   local delay = tonumber(ARGV[5])
   addCount(Q.stats, 'retried', 1, 1)
+  countEvent(prefix, now, 'retry', 1)
   if delay > 0 then
     state = 'scheduled'
     redis.call('HSET', jk, 'state', state, 'due', now + delay)

@@ -3,6 +3,7 @@
 -- @include "check"
 -- @include "counter"
 -- @include "rate"
+-- @include "history"
 
 -- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate): take up to
 -- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
@@ -119,7 +120,10 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
       local id, row = popped[2 * j - 1], rows[j]
       local token = (tonumber(row[7]) or 0) + 1
       local workers = recent(row[5], worker)
-      if not row[6] then row[6] = now end
+      if not row[6] then
+        row[6] = now
+        startedJob(prefix, lane, now, row[4])  -- its wait, in the history
+      end
       -- group and seq are rewritten from where the job was popped: a row that
       -- lost them (edited by hand) still settles and returns to its lane.
       redis.call('HSET', jobKey(prefix, id), 'attempts', token, 'state', 'active',

@@ -5,6 +5,7 @@
 -- @include "fence"
 -- @include "ring"
 -- @include "policies"
+-- @include "history"
 
 -- completeJobs(Q, prefix, ttl, argv, first): record the success of the jobs
 -- named in argv[first..] (one triple each: id, token, result JSON), each
@@ -74,6 +75,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   end
   redis.call('ZREM', Q.active, unpack(ids))
   addCount(Q.stats, 'completed', #ids, #ids)
+  finishedJobs(prefix, ids, now, 'done')
   for _, lane in ipairs(lanes) do
     local laneActive = laneActiveKey(prefix, lane)
     redis.call('ZREM', laneActive, unpack(byLane[lane]))

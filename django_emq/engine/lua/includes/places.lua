@@ -29,4 +29,5 @@ local PLACES_OF_STATE = {
   scheduled = {schedule = true},
   dead = {dead = true, laneDead = true},
   done = {},
+  cancelled = {},
 }

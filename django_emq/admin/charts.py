@@ -1,0 +1,117 @@
+"""The charts page of a queue: jobs enqueued, finished and failed and the wait
+from enqueue to start (p50, p95) for the last hour per minute and the last day
+per 15 minutes, and the 20 deepest lanes' p95 wait next to the queue's. Read
+from the history the scripts keep (:mod:`django_emq.engine.history`): a fixed
+number of round trips whatever the lanes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.utils import timezone
+from django.utils.http import urlencode
+from django.utils.translation import gettext as _
+
+from ..engine import history
+from ..engine.shards import AnyQueue
+from .svg import Line, bar_chart, line_chart
+
+#: Lanes whose waits the lanes chart compares with the queue's.
+CHART_LANES = 20
+
+
+def _label(ms: int) -> str:
+    moment = timezone.localtime(datetime.fromtimestamp(ms / 1000, tz=UTC))
+    return moment.strftime("%H:%M")
+
+
+def _seconds(ms: float | None) -> float | None:
+    return None if ms is None else round(ms / 1000, 3)
+
+
+def _merged(minutes: list[history.Interval], step: int) -> list[history.Interval]:
+    out = []
+    for i in range(0, len(minutes), step):
+        interval = history.Interval(minutes[i].start_ms)
+        for minute in minutes[i : i + step]:
+            interval.add({**minute.counts, **{f"w{b}": n for b, n in minute.waits.items()}})
+        out.append(interval)
+    return out
+
+
+def charts_for(intervals: list[history.Interval], span: str) -> list[Any]:
+    """The throughput and the wait charts of one span of intervals."""
+    labels = [_label(i.start_ms) for i in intervals]
+    throughput = line_chart(
+        _("Jobs per interval, %(span)s") % {"span": span},
+        [
+            Line(_("enqueued"), "emq-s1", [float(i.count("enq")) for i in intervals]),
+            Line(_("finished"), "emq-s2", [float(i.count("done")) for i in intervals]),
+            Line(_("failed"), "emq-s3", [float(i.count("dead")) for i in intervals]),
+        ],
+        labels,
+        _("jobs"),
+    )
+    waits = line_chart(
+        _("Wait from enqueue to start, %(span)s") % {"span": span},
+        [
+            Line(_("p50"), "emq-s1", [_seconds(i.wait_ms(0.5)) for i in intervals]),
+            Line(_("p95"), "emq-s3", [_seconds(i.wait_ms(0.95)) for i in intervals]),
+        ],
+        labels,
+        _("s"),
+    )
+    return [throughput, waits]
+
+
+class ChartViews:
+    """``charts_view``; the admin supplies the rest."""
+
+    def _require_view(self, request: HttpRequest) -> None:
+        raise NotImplementedError
+
+    def _queue(self, name: str) -> AnyQueue:
+        raise NotImplementedError
+
+    def _url(self, kind: str, *args: str) -> str:
+        raise NotImplementedError
+
+    def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def charts_view(self, request: HttpRequest, queue_name: str) -> HttpResponse:
+        """The queue's charts (the page refreshes itself each minute)."""
+        self._require_view(request)
+        queue = self._queue(queue_name)
+        seconds, micros = queue.shards[0].connection.time()
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        day = history.series(queue, step_minutes=1, count=24 * 60, now_ms=now_ms)
+        hour = day[-60:]
+        lanes = queue.lanes(top=CHART_LANES)
+        waits = history.lane_waits(queue, [info.lane for info in lanes], now_ms)
+        overall = history.percentile(history.merged(waits.values()), 0.95)
+        queue_p95 = history.percentile(history.merged(i.waits for i in hour), 0.95)
+        lanes_chart = bar_chart(
+            _(
+                "p95 wait of the %(n)d deepest lanes, last two hours; "
+                "the line: the queue's p95, last hour"
+            )
+            % {"n": len(lanes)},
+            [(info.lane, _seconds(history.percentile(waits[info.lane], 0.95))) for info in lanes],
+            _seconds(queue_p95 if queue_p95 is not None else overall),
+            _("s"),
+        )
+        context = self._context(
+            request,
+            _("Charts of queue %(name)s") % {"name": queue.name},
+            queue=queue.name,
+            hour_charts=charts_for(hour, _("last hour, per minute")),
+            day_charts=charts_for(_merged(day, 15), _("last day, per 15 minutes")),
+            lanes_chart=lanes_chart,
+            points=sum(1 for i in hour if i.counts or i.waits),
+            list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
+        )
+        return TemplateResponse(request, "admin/django_emq/charts.html", context)

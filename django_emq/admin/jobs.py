@@ -1,0 +1,357 @@
+"""The admin's jobs pages: every queue's jobs by state (the next to run,
+scheduled, in flight, dead, recently finished), search, one page per job, the
+workers, and the charts.
+
+Like the lanes view these read Valkey only, need ``django_emq.view_lanes`` to
+see and ``django_emq.manage_lanes`` to act, change nothing on GET, and cost a
+fixed number of round trips per page whatever the number of lanes or jobs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.http import urlencode
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from ..engine import browse, listing
+from ..engine.ids import validate_job_id, validate_lane
+from ..engine.payload import text
+from ..engine.shards import AnyQueue
+from ..exceptions import UNAVAILABLE, JobNotFound
+from ..models import Job
+from .charts import ChartViews
+from .display import Pager, duration, moment, split_error
+from .job_actions import JobActionViews
+from .job_detail import job_facts
+from .lanes import MANAGE_PERMISSION, VIEW_PERMISSION
+from .lookup import configured_queues, lane_links, user_lanes
+
+if TYPE_CHECKING:
+    ModelAdmin = admin.ModelAdmin[Job]
+else:  # ModelAdmin is generic for the type checker only
+    ModelAdmin = admin.ModelAdmin
+
+STATE_TITLES = {
+    "pending": gettext_lazy("Next to run"),
+    "scheduled": gettext_lazy("Scheduled"),
+    "inflight": gettext_lazy("In flight"),
+    "dead": gettext_lazy("Dead"),
+    "finished": gettext_lazy("Recently finished"),
+}
+
+
+@admin.register(Job)
+class JobAdmin(JobActionViews, ChartViews, ModelAdmin):
+    """Jobs of every configured queue, read from Valkey."""
+
+    #: Jobs per page of a listing.
+    jobs_per_page = 50
+    #: Most users a search by username or email may find.
+    search_limit = 20
+
+    # -- permissions ------------------------------------------------------------
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.has_perm(VIEW_PERMISSION) or self.has_manage_permission(request)
+
+    def has_manage_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(MANAGE_PERMISSION)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    # -- URLs ------------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        def wrap(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+            return self.admin_site.admin_view(self._unreachable_as_503(view))
+
+        name = f"{self.opts.app_label}_{self.opts.model_name}"
+        return [
+            path("", wrap(self.changelist_view), name=f"{name}_changelist"),
+            path("workers/", wrap(self.workers_view), name=f"{name}_workers"),
+            path("charts/<str:queue_name>/", wrap(self.charts_view), name=f"{name}_charts"),
+            path(
+                "<str:queue_name>/dead-jobs/<slug:action>/",
+                wrap(self.dead_action_view),
+                name=f"{name}_dead",
+            ),
+            path("<str:queue_name>/<str:job_id>/", wrap(self.job_view), name=f"{name}_detail"),
+            path(
+                "<str:queue_name>/<str:job_id>/<slug:action>/",
+                wrap(self.job_action_view),
+                name=f"{name}_action",
+            ),
+        ]
+
+    def _unreachable_as_503(
+        self, view: Callable[..., HttpResponseBase]
+    ) -> Callable[..., HttpResponseBase]:
+        @functools.wraps(view)
+        def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            try:
+                return view(request, *args, **kwargs)
+            except UNAVAILABLE as exc:
+                context = self._context(request, _("Valkey is unreachable"), error=str(exc))
+                return TemplateResponse(
+                    request, "admin/django_emq/unreachable.html", context, status=503
+                )
+
+        return guarded
+
+    def _url(self, kind: str, *args: str) -> str:
+        name = f"admin:{self.opts.app_label}_{self.opts.model_name}_{kind}"
+        return reverse(name, args=args, current_app=self.admin_site.name)
+
+    def _lane_url(self, queue: str, lane: str) -> str:
+        return reverse(
+            "admin:django_emq_lane_detail", args=[queue, lane], current_app=self.admin_site.name
+        )
+
+    # -- shared ------------------------------------------------------------------
+
+    def _queue(self, name: str) -> AnyQueue:
+        backend = configured_queues().get(name)
+        if backend is None:
+            raise Http404(_("No queue named %(name)s.") % {"name": name})
+        return backend.engine(name)
+
+    def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
+        return {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": title,
+            "can_manage": self.has_manage_permission(request),
+            "jobs_url": self._url("changelist"),
+            "workers_url": self._url("workers"),
+            **extra,
+        }
+
+    def _require_view(self, request: HttpRequest) -> None:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+
+    # -- jobs by state -----------------------------------------------------------
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """One queue's jobs in one state, a page at a time, or what a search finds."""
+        self._require_view(request)
+        backends = configured_queues()
+        if not backends:
+            context = self._context(request, _("Jobs"), queues=[])
+            return TemplateResponse(request, "admin/django_emq/jobs.html", context)
+        name = request.GET.get("queue") or next(iter(backends))
+        queue = self._queue(name)
+        state = request.GET.get("state", "pending")
+        if state not in STATE_TITLES:
+            raise Http404(_("No job state %(state)s.") % {"state": state})
+        query = request.GET.get("q", "").strip()
+        if query:
+            found = self._search(queue, query)
+            if isinstance(found, str):
+                return redirect(found)
+            page = listing.Listing(found, len(found), 0)
+            pager = None
+        else:
+            per = self.jobs_per_page
+            number = 1 if state == "pending" else Pager.requested(request.GET.get("page"))
+            page = listing.jobs_in_state(queue, state, (number - 1) * per, per)  # type: ignore[arg-type]
+            pager = Pager(number, page.total if state != "pending" else len(page.jobs), per)
+        totals = queue.totals()
+        context = self._context(
+            request,
+            _("Jobs"),
+            queue=name,
+            queues=[
+                {"name": n, "url": "?" + urlencode({"queue": n}), "selected": n == name}
+                for n in backends
+            ],
+            state=state,
+            tabs=[
+                {
+                    "state": s,
+                    "title": title,
+                    "count": {
+                        "pending": totals.pending,
+                        "scheduled": totals.scheduled,
+                        "inflight": totals.active,
+                        "dead": totals.dead,
+                    }.get(s),
+                    "url": "?" + urlencode({"queue": name, "state": s}),
+                    "selected": s == state and not query,
+                }
+                for s, title in STATE_TITLES.items()
+            ],
+            rows=self._rows(name, page),
+            total=page.total,
+            pager=pager,
+            page_urls=self._page_urls(name, state, pager),
+            query=query,
+            dead_url=self._url("dead", name, "retry"),
+            delete_url=self._url("dead", name, "delete"),
+            charts_url=self._url("charts", name),
+            here=request.get_full_path(),
+            **(extra_context or {}),
+        )
+        return TemplateResponse(request, "admin/django_emq/jobs.html", context)
+
+    def _search(self, queue: AnyQueue, query: str) -> str | list[listing.ListedJob]:
+        """Where a search leads: a job's page (by its id), a lane's page (by its id
+        or its user's username or email), or the jobs whose task path starts
+        with the query."""
+        try:
+            job_id = validate_job_id(query)
+            if queue.job(job_id) is not None:
+                return self._url("detail", queue.name, job_id)
+        except (ValueError, JobNotFound):
+            pass
+        try:
+            return self._lane_url(queue.name, validate_lane(query))
+        except ValueError:
+            pass
+        lanes = user_lanes(query, self.search_limit)
+        if lanes:
+            return self._lane_url(queue.name, lanes[0])
+        return listing.find_by_task(queue, query, self.jobs_per_page)
+
+    def _rows(self, queue: str, page: listing.Listing) -> list[dict[str, Any]]:
+        rows = []
+        for listed in page.jobs:
+            job = listed.row
+            error_class, traceback = split_error(job.error)
+            rows.append(
+                {
+                    "job": job,
+                    "url": self._url("detail", queue, job.job_id),
+                    "lane_url": self._lane_url(queue, job.lane) if job.lane else "",
+                    "enqueued": moment(job.enqueued_ms),
+                    "due": moment(listed.score) if job.state == "scheduled" else None,
+                    "claimed": moment(job.claimed_ms),
+                    "finished": moment(job.finished_ms),
+                    "lease_left": (
+                        None
+                        if job.deadline_ms is None or not page.server_ms
+                        else duration(job.deadline_ms - page.server_ms)
+                    ),
+                    "error_class": error_class,
+                    "error_line": traceback.strip().splitlines()[-1] if traceback.strip() else "",
+                }
+            )
+        return rows
+
+    def _page_urls(self, queue: str, state: str, pager: Pager | None) -> dict[str, str]:
+        urls: dict[str, str] = {}
+        if pager is None or state == "pending":
+            return urls
+        for key, number in (("previous", pager.previous), ("next", pager.next)):
+            if number is not None:
+                urls[key] = "?" + urlencode({"queue": queue, "state": state, "page": str(number)})
+        return urls
+
+    # -- one job -----------------------------------------------------------------
+
+    def job_view(self, request: HttpRequest, queue_name: str, job_id: str) -> HttpResponse:
+        """Everything about one job, and the actions its state allows."""
+        self._require_view(request)
+        queue = self._queue(queue_name)
+        try:
+            shard = queue.shard_for_job(validate_job_id(job_id))
+        except (ValueError, JobNotFound):
+            raise Http404(_("No job %(id)s.") % {"id": job_id[:40]}) from None
+        pipe = shard.connection.pipeline(transaction=False)
+        pipe.hgetall(shard.keys.job(job_id))
+        pipe.execute_command("TIME")
+        raw, clock = pipe.execute()
+        if not raw:
+            raise Http404(
+                _("No job %(id)s: never enqueued, or its result expired.") % {"id": job_id}
+            )
+        row = {text(k): text(v) for k, v in raw.items()}
+        facts = job_facts(row, int(clock[0]) * 1000 + int(clock[1]) // 1000)
+        owner = (
+            lane_links([facts["lane"]], self.admin_site).get(facts["lane"])
+            if facts["lane"]
+            else None
+        )
+        context = self._context(
+            request,
+            _("Job %(id)s") % {"id": job_id},
+            queue=queue.name,
+            shard=shard.name,
+            job_id=job_id,
+            job=facts,
+            owner=owner,
+            lane_url=self._lane_url(queue.name, facts["lane"]) if facts["lane"] else "",
+            list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
+            action_urls={  # run-now -> run_now: templates cannot look up dashes
+                name.replace("-", "_"): self._url("action", queue.name, job_id, name)
+                for name in ("cancel", "run-now", "retry", "move")
+            },
+            here=request.get_full_path(),
+        )
+        return TemplateResponse(request, "admin/django_emq/job.html", context)
+
+    # -- workers -----------------------------------------------------------------
+
+    def workers_view(self, request: HttpRequest) -> HttpResponse:
+        """Every worker that beat recently, per queue, with the jobs it holds now."""
+        self._require_view(request)
+        sections = []
+        for name, backend in configured_queues().items():
+            queue = backend.engine(name)
+            view = browse.overview(queue, 1)
+            held = listing.jobs_in_state(queue, "inflight", 0, listing.MAX_PAGE)
+            by_worker: dict[str, list[dict[str, str]]] = {}
+            for listed in held.jobs:
+                by_worker.setdefault(listed.row.worker, []).append(
+                    {
+                        "id": listed.row.job_id,
+                        "task": listed.row.task_path,
+                        "url": self._url("detail", name, listed.row.job_id),
+                    }
+                )
+            sections.append(
+                {
+                    "queue": name,
+                    "workers": [
+                        {
+                            "beat": beat,
+                            "last_beat": moment(beat.beat_ms),
+                            "ago": duration(view.server_ms - (beat.beat_ms or 0)),
+                            "alive": bool(beat.beat_ms)
+                            and view.server_ms - (beat.beat_ms or 0) <= 60_000,
+                            "jobs": by_worker.get(beat.worker_id, []),
+                            "uptime": (
+                                None
+                                if beat.started_ms is None or beat.beat_ms is None
+                                else duration(beat.beat_ms - beat.started_ms)
+                            ),
+                        }
+                        for beat in view.workers
+                    ],
+                    "held_more": max(0, held.total - len(held.jobs)),
+                }
+            )
+        context = self._context(request, _("Workers"), sections=sections)
+        return TemplateResponse(request, "admin/django_emq/workers.html", context)

@@ -1,0 +1,113 @@
+"""The operator's console in a real browser (Debian's headless Chromium, as in
+``test_admin_browser``): a flood and a failing task run by a worker; the
+operator finds the dead job from the queue's row, reads its three
+tracebacks, retries it, cancels a pending job, and sees the chart gain a
+point. Screenshots of the pages land in ``test-artifacts/`` (git-ignored), so
+a test run never changes the tree; copy one into ``docs/img/`` to refresh the
+docs' pictures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.wait import WebDriverWait
+
+from django_emq import enqueue_for
+
+from . import tasks
+from .factories import make_user
+from .test_admin_browser import PATIENCE, browser, wait_for
+
+__all__ = ["browser"]  # the fixture, used below
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+def shot(driver: WebDriver, name: str) -> None:
+    """A screenshot of the whole page, at a readable size."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1280, min(max(int(height), 700), 2000))
+    driver.execute_script("window.scrollTo(0, 0)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / name))
+    driver.set_window_size(1400, 1100)
+
+
+def submit(driver: WebDriver, css: str) -> None:
+    old = driver.find_element(By.TAG_NAME, "html")
+    driver.find_element(By.CSS_SELECTOR, css).click()
+    WebDriverWait(driver, PATIENCE).until(
+        lambda d: old.id != d.find_element(By.TAG_NAME, "html").id
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_operator_finds_reads_retries_and_cancels_jobs_in_a_browser(
+    emq: Any,
+    live_server: Any,
+    browser: WebDriver,
+    django_user_model: type[User],
+    settings: Any,
+) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    make_user("operator", password="s3cret!", staff=True, perms=["manage_lanes"])
+    mallory, bob = make_user("mallory"), make_user("bob")
+    base = live_server.url + "/admin/django_emq/"
+
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/django_emq/job/charts/default/")
+    browser.find_element(By.ID, "id_username").send_keys("operator")
+    browser.find_element(By.ID, "id_password").send_keys("s3cret!")
+    browser.find_element(By.CSS_SELECTOR, 'input[type="submit"]').click()
+    charts = wait_for(browser, ".emq-charts")
+    assert charts.get_attribute("data-points") == "0", "nothing has happened yet"
+
+    # A flood from mallory, one failing job from bob; a worker runs them all.
+    for i in range(30):
+        enqueue_for(mallory, tasks.record, f"m{i}")
+    failing = enqueue_for(bob, tasks.boom, "bob")
+    call_command("run_emq_worker", "--burst", "--lease", "5", verbosity=0)
+
+    # The queue's row says one job is dead: it leads to the dead jobs.
+    browser.get(base + "lane/")
+    browser.find_element(By.CSS_SELECTOR, "a.emq-dead-link").click()
+    row = wait_for(browser, f'tr.emq-job[data-job="{failing.id}"]')
+    shot(browser, "admin-jobs-dead.png")
+    row.find_element(By.CSS_SELECTOR, "td.emq-id a").click()
+
+    # Its page: three failures, each with its traceback.
+    wait_for(browser, "#emq-job-failures")
+    failures = browser.find_elements(By.CSS_SELECTOR, "tr.emq-failure")
+    assert len(failures) == 3
+    for failure in failures:
+        if failure.find_element(By.TAG_NAME, "details").get_attribute("open") is None:
+            failure.find_element(By.TAG_NAME, "summary").click()  # the latest is open
+        assert "RuntimeError: boom bob" in failure.find_element(By.CSS_SELECTOR, "pre").text
+    assert browser.find_element(By.ID, "emq-job-state").text.startswith("dead")
+    shot(browser, "admin-job.png")
+
+    # Retry it: back in its lane.
+    submit(browser, "#emq-retry")
+    assert "sent back to its lane" in browser.find_element(By.CSS_SELECTOR, ".messagelist").text
+    assert browser.find_element(By.ID, "emq-job-state").text.startswith("pending")
+
+    # Cancel a pending job: it will not run.
+    later = enqueue_for(mallory, tasks.record, "never")
+    browser.get(f"{base}job/default/{later.id}/")
+    submit(browser, "#emq-cancel")
+    assert browser.find_element(By.ID, "emq-job-state").text.startswith("cancelled")
+    assert tasks.record.get_result(later.id).status == "FAILED"
+
+    # The chart has gained a point.
+    browser.get(base + "job/charts/default/")
+    charts = wait_for(browser, ".emq-charts")
+    assert charts.get_attribute("data-points") == "1"
+    dots = browser.find_elements(By.CSS_SELECTOR, "circle.emq-dot")
+    assert dots
+    assert all(dot.is_displayed() for dot in dots[:3])
+    shot(browser, "admin-charts.png")
