@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .engine.ids import lane_id
     from .engine.shards import AnyQueue
     from .jobs import cancel, cancel_requested, progress, report_progress
-    from .lanes import enqueue_for, enqueue_on_commit, lane, lane_for
+    from .lanes import enqueue_for, enqueue_on_commit, lane, lane_for, unique
 
 __all__ = [
     "cancel",
@@ -26,6 +26,7 @@ __all__ = [
     "lane_id",
     "progress",
     "report_progress",
+    "unique",
 ]
 
 _LAZY = {
@@ -34,6 +35,7 @@ _LAZY = {
     "enqueue_on_commit": "lanes",
     "lane": "lanes",
     "lane_for": "lanes",
+    "unique": "lanes",
     "cancel": "jobs",
     "cancel_requested": "jobs",
     "progress": "jobs",
@@ -62,5 +64,5 @@ def get_queue(name: str = "default", **options: Any) -> AnyQueue:
 
     s = emq_settings()
     connection = options.pop("connection", None) or get_connection()
-    options = {**s.queue_options(), **options}
+    options = {**s.queue_options(name), **options}
     return open_queue(name, connection=connection, shards=s.shards.get(name, 1), **options)

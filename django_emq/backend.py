@@ -32,7 +32,7 @@ from .engine.queue import Queue
 from .engine.rows import Row
 from .engine.shards import AnyQueue, open_queue
 from .exceptions import EnqueueError, InvalidArguments
-from .lanes import current_lane
+from .lanes import current_lane, current_unique_key
 from .results import (
     STATUS,
     enqueue_meta,
@@ -147,7 +147,7 @@ class FairLanesBackend(BaseTaskBackend):
         if found is None:
             s = backend_settings(self.alias)
             found = open_queue(
-                name, connection=connection, shards=s.shards.get(name, 1), **s.queue_options()
+                name, connection=connection, shards=s.shards.get(name, 1), **s.queue_options(name)
             )
             self._queues = {k: v for k, v in self._queues.items() if k[1] == id(connection)}
             self._queues[key] = found
@@ -194,13 +194,15 @@ class FairLanesBackend(BaseTaskBackend):
         if run_after is not None and timezone.is_naive(run_after):
             run_after = timezone.make_aware(run_after)
         try:
-            enqueued = self.engine(task.queue_name).enqueue(
+            queue = self.engine(task.queue_name)
+            enqueued = queue.enqueue(
                 lane,
                 task.module_path,
                 args,
                 kwargs,
                 run_after=run_after,
                 meta=enqueue_meta(task, self.alias),
+                unique_key=current_unique_key(),
             )
         except InvalidArguments as exc:
             raise InvalidArguments(f"{task.module_path}: {exc}") from None
@@ -208,6 +210,10 @@ class FairLanesBackend(BaseTaskBackend):
             raise EnqueueError(
                 f"could not reach Valkey to enqueue on {task.queue_name!r}: {exc}"
             ) from exc
+        if enqueued.duplicate:  # a job holding the unique key answers in its place
+            row = queue.job(enqueued.job_id)
+            if row is not None:
+                return result_from_row(task, enqueued.job_id, row, self.alias)
         # Stamped with the time the script wrote on the row: it equals the result
         # read back, at no second round trip.
         result = enqueued_result(

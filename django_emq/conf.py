@@ -22,7 +22,10 @@ from types import MappingProxyType
 from typing import Any
 
 from . import conf_values as parse
+from .conf_values import ALL_QUEUES
 from .exceptions import ConfigurationError
+from .schedules import Schedule
+from .schedules import parse as parse_schedules
 from .url import EMBEDDED
 
 #: The documentation site; hints and messages point at pages under it.
@@ -47,13 +50,17 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "PREFETCH",
         "THREADS",
         "SHARDS",
+        "MAX_DEPTH",
+        "RATE",
+        "SCHEDULES",
         "METRICS_TOKEN",
         "HISTORY",
     }
 )
 
 #: The keys a backend may set for itself in ``TASKS[alias]["OPTIONS"]`` (how its
-#: jobs are run and kept); the others (the server, lane brands, shards) are global.
+#: jobs are run and kept); the others (the server, lane brands, shards, the lane
+#: policies' per-queue defaults) are global.
 BACKEND_KEYS: frozenset[str] = frozenset(
     {
         "LEASE",
@@ -133,6 +140,14 @@ class EMQSettings:
     threads: int | None = None
     #: Queue name -> shard count, for the queues spread over shards (``EMQ["SHARDS"]``).
     shards: Mapping[str, int] = MappingProxyType({})
+    #: Queue name -> the most pending jobs a lane may hold (``EMQ["MAX_DEPTH"]``);
+    #: the key ``"*"`` applies to every queue not named.
+    max_depth: Mapping[str, int] = MappingProxyType({})
+    #: Queue name -> ``(count, per_seconds)``: each lane starts at most ``count`` jobs
+    #: in any ``per_seconds`` (``EMQ["RATE"]``); ``"*"`` applies to every queue not named.
+    rate: Mapping[str, tuple[int, float]] = MappingProxyType({})
+    #: Periodic schedules by name (``EMQ["SCHEDULES"]``; see ``django_emq.schedules``).
+    schedules: Mapping[str, Schedule] = MappingProxyType({})
     #: The bearer token that opens the metrics and stats views (``None``: only
     #: users with ``django_emq.view_lanes``).
     metrics_token: str | None = None
@@ -143,15 +158,20 @@ class EMQSettings:
         """The lane brand of model ``label`` (``model._meta.label``), any case."""
         return self.lane_brands.get(label.lower())
 
-    def queue_options(self) -> dict[str, Any]:
-        """Keyword arguments for :class:`django_emq.engine.queue.Queue` from these settings."""
-        return {
+    def queue_options(self, name: str | None = None) -> dict[str, Any]:
+        """Keyword arguments for ``Queue`` from these
+        settings; with a queue ``name``, its lane policies' defaults too."""
+        options: dict[str, Any] = {
             "max_attempts": self.max_attempts,
             "max_expiries": self.max_expiries,
             "result_ttl": timedelta(seconds=self.result_ttl),
             "max_payload": self.max_payload,
             "history": self.history,
         }
+        if name is not None:
+            options["max_depth"] = self.max_depth.get(name, self.max_depth.get(ALL_QUEUES))
+            options["rate"] = self.rate.get(name, self.rate.get(ALL_QUEUES))
+        return options
 
 
 @functools.cache
@@ -281,6 +301,9 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
     field("SHARDS", parse.shards, {})
     field("METRICS_TOKEN", parse.token, None)
     field("HISTORY", parse.positive_int, DEFAULTS["HISTORY"])
+    field("MAX_DEPTH", functools.partial(parse.per_queue, parse=parse.positive_int), {})
+    field("RATE", functools.partial(parse.per_queue, parse=parse.rate), {})
+    field("SCHEDULES", parse_schedules, {})
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
     if values["history"] > MAX_HISTORY:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
-from .engine.ids import BRAND_RE, JOB_BRAND
+from .engine.ids import BRAND_RE, JOB_BRAND, validate_queue_name
 from .engine.placement import MAX_SHARDS, shard_tags
+from .engine.records import rate_limit
 from .url import EMBEDDED, check_url
 
 #: The environment variable read when ``EMQ["URL"]`` is not set.
@@ -20,6 +22,9 @@ URL_ENV = "EMQ_URL"
 
 #: The brand of the user model's lanes unless ``LANE_BRANDS`` says otherwise.
 USER_BRAND = "USR"
+
+#: The key of a per-queue setting that applies to every queue it does not name.
+ALL_QUEUES = "*"
 
 _MODEL_LABEL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
 
@@ -150,3 +155,29 @@ def positive_int(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"must be a whole number of at least 1, not {value!r}")
     return value
+
+
+def per_queue(value: object, *, parse: Callable[[Any], Any]) -> Mapping[str, Any]:
+    """A value for every queue, or ``{"queue name" or "*": value}``."""
+    if not isinstance(value, Mapping):
+        value = {ALL_QUEUES: value}
+    parsed: dict[str, Any] = {}
+    for name, item in value.items():
+        if name != ALL_QUEUES:
+            try:
+                validate_queue_name(name)
+            except ValueError as exc:
+                raise ValueError(f"names queue {name!r}: {exc}") from None
+        try:
+            parsed[name] = parse(item)
+        except ValueError as exc:
+            raise ValueError(f"for queue {name!r} {exc}") from None
+    return MappingProxyType(parsed)
+
+
+def rate(value: object) -> tuple[int, float]:
+    """``(count, per_seconds)``: at most ``count`` jobs started per ``per_seconds``."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or len(value) != 2:
+        raise ValueError(f"must be a (count, per_seconds) pair, not {value!r}")
+    count, per_ms = rate_limit(value[0], value[1])
+    return count, per_ms / 1000

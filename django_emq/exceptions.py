@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .engine.exceptions import (
     BAD_STATE,
+    LANE_FULL,
     NO_JOB,
     STALE_TOKEN,
     UNAVAILABLE,
@@ -16,6 +17,7 @@ from .engine.exceptions import (
     JobCancelled,
     JobError,
     JobNotFound,
+    LaneFull,
     LeaseExpired,
     ScriptError,
     StaleToken,
@@ -31,6 +33,7 @@ class ConfigurationError(EMQError):
 
 __all__ = [
     "BAD_STATE",
+    "LANE_FULL",
     "NO_JOB",
     "STALE_TOKEN",
     "UNAVAILABLE",
@@ -44,6 +47,7 @@ __all__ = [
     "JobCancelled",
     "JobError",
     "JobNotFound",
+    "LaneFull",
     "LeaseExpired",
     "ScriptError",
     "StaleToken",

@@ -20,11 +20,13 @@ from django.http import HttpRequest, HttpResponse
 
 from .conf import emq_settings
 from .engine.ids import BRAND_RE, lane_id, validate_lane
+from .engine.records import unique_key_arg
 
 if TYPE_CHECKING:
     from django.tasks import Task, TaskResult
 
 _current_lane: ContextVar[str | None] = ContextVar("emq_lane", default=None)
+_current_unique: ContextVar[str | None] = ContextVar("emq_unique_key", default=None)
 
 USER_BRAND = "USR"
 
@@ -77,6 +79,26 @@ def current_lane() -> str | None:
     return _current_lane.get()
 
 
+def current_unique_key() -> str | None:
+    """The unique key ``enqueue_for(..., unique_key=...)`` or ``unique(...)`` set; else ``None``."""
+    return _current_unique.get()
+
+
+@contextmanager
+def unique(key: str | None) -> Iterator[None]:
+    """Run the block with ``key`` as the unique key of the jobs it enqueues: at
+    most one unfinished job per key and lane (see docs/unique-jobs.md)::
+
+        with lane(request.user), unique(f"report:{report.pk}"):
+            build_report.enqueue(report.pk)
+    """
+    token = _current_unique.set(unique_key_arg(key) or None)
+    try:
+        yield
+    finally:
+        _current_unique.reset(token)
+
+
 def _resolve(target: object) -> str:
     if isinstance(target, str):
         return validate_lane(target)
@@ -100,14 +122,35 @@ def lane(target: object) -> Iterator[str]:
 
 
 def enqueue_for(
-    target: object, task: Task[Any, Any], *args: Any, **kwargs: Any
+    target: object,
+    task: Task[Any, Any],
+    *args: Any,
+    unique_key: str | None = None,
+    **kwargs: Any,
 ) -> TaskResult[Any, Any]:
-    """Enqueue ``task`` on ``target``'s lane (a user, a saved instance or a lane id)."""
-    with lane(target):
+    """Enqueue ``task`` on ``target``'s lane (a user, a saved instance or a lane id).
+
+    With ``unique_key``, at most one unfinished job per key rides the lane: while
+    one is pending, scheduled or running, this answers that job's result and
+    enqueues nothing. Raises ``django_emq.exceptions.LaneFull`` (nothing written)
+    when the lane holds its max depth; a view answers it with HTTP 429::
+
+        try:
+            enqueue_for(request.user, build_report, report.pk)
+        except LaneFull:
+            return HttpResponse("Too many reports waiting.", status=429)
+    """
+    with lane(target), unique(unique_key):
         return task.enqueue(*args, **kwargs)
 
 
-def enqueue_on_commit(target: object, task: Task[Any, Any], *args: Any, **kwargs: Any) -> None:
+def enqueue_on_commit(
+    target: object,
+    task: Task[Any, Any],
+    *args: Any,
+    unique_key: str | None = None,
+    **kwargs: Any,
+) -> None:
     """Enqueue ``task`` on ``target``'s lane once the current transaction commits.
 
     The lane and the arguments are checked now, at the call site; the job is
@@ -115,11 +158,14 @@ def enqueue_on_commit(target: object, task: Task[Any, Any], *args: Any, **kwargs
     result id exists until then — this returns ``None``.
     """
     lane_id_ = _resolve(target)
+    unique_key_arg(unique_key)
     backend = task.get_backend()
     check = getattr(backend, "check_arguments", None)
     if check is not None:
         check(task, args, kwargs)
-    transaction.on_commit(lambda: enqueue_for(lane_id_, task, *args, **kwargs))
+    transaction.on_commit(
+        lambda: enqueue_for(lane_id_, task, *args, unique_key=unique_key, **kwargs)
+    )
 
 
 class LaneMiddleware:

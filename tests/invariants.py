@@ -42,6 +42,11 @@ class Snapshot:
     inflight: dict[str, int] = field(default_factory=dict)
     lane_active: dict[str, dict[str, int]] = field(default_factory=dict)
     lane_dead: dict[str, dict[str, int]] = field(default_factory=dict)
+    max_depths: dict[str, int] = field(default_factory=dict)
+    unique: dict[str, str] = field(default_factory=dict)
+    rates: dict[str, str] = field(default_factory=dict)
+    throttled: dict[str, int] = field(default_factory=dict)
+    starts: dict[str, list[int]] = field(default_factory=dict)
 
     def state(self, job_id: str) -> str | None:
         """The job's row state, or ``None`` when it has no row."""
@@ -85,7 +90,10 @@ def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
         key = text(raw)
         rest = key[len(prefix) :]
         assert expected_type(k, key) is not None, f"unknown key {key!r} in {queue.name!r}"
-        if rest.startswith("g:"):
+        if rest.startswith("g:") and rest.endswith(":starts"):
+            lane = rest[2 : -len(":starts")]
+            snap.starts[lane] = [int(x) for x in r.lrange(key, 0, -1)]  # [] if it expired
+        elif rest.startswith("g:"):
             lane, _, kind = rest[2:].rpartition(":")
             {"pending": lane_keys, "active": lane_active_keys, "dead": lane_dead_keys}[kind][
                 lane
@@ -99,6 +107,10 @@ def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
     snap.ceilings = _hash_ints(r, k.ceilings)
     snap.weights = _hash_ints(r, k.weights)
     snap.inflight = _hash_ints(r, k.inflight)
+    snap.max_depths = _hash_ints(r, k.max_depths)
+    snap.unique = {text(f): text(v) for f, v in r.hgetall(k.unique).items()}
+    snap.rates = {text(f): text(v) for f, v in r.hgetall(k.rates).items()}
+    snap.throttled = _zset(r, k.throttled)
     snap.active = _zset(r, k.active)
     snap.schedule = _zset(r, k.schedule)
     snap.dead = _zset(r, k.dead)
@@ -121,6 +133,9 @@ def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
 
     # -- settings are well-formed -----------------------------------------
     assert all(c >= 1 for c in snap.ceilings.values()), f"bad ceilings {snap.ceilings}"
+    assert all(d >= 1 for d in snap.max_depths.values()), f"bad max depths {snap.max_depths}"
+    assert not set(snap.throttled) & set(snap.ring), "a throttled lane is on the ring"
+    _check_rates(snap)
     assert all(w >= 2 for w in snap.weights.values()), (
         f"weights must be >= 2 (weight 1 is stored as absence): {snap.weights}"
     )
@@ -159,4 +174,43 @@ def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
         if state == "scheduled":
             assert snap.schedule[job_id] == int(row["due"]), f"job {job_id}: due != score"
 
+    _check_unique(snap)
     return snap
+
+
+def _check_rates(snap: Snapshot) -> None:
+    """Rates are ``<count>:<per_ms>``; a lane's start log is sorted and never
+    longer than its own limit's count."""
+    for lane, spec in snap.rates.items():
+        count, _, per = spec.partition(":")
+        assert count.isdigit(), f"lane {lane} has a bad rate {spec!r}"
+        assert per.isdigit(), f"lane {lane} has a bad rate {spec!r}"
+        assert int(count) >= 1, f"lane {lane} has a bad rate {spec!r}"
+        assert int(per) >= 1, f"lane {lane} has a bad rate {spec!r}"
+    for lane, stamps in snap.starts.items():
+        assert stamps == sorted(stamps), f"lane {lane}'s start log is not in order: {stamps}"
+        if lane in snap.rates:
+            most = int(snap.rates[lane].partition(":")[0])
+            assert len(stamps) <= most, f"lane {lane} logs {len(stamps)} starts > {most}"
+
+
+def _check_unique(snap: Snapshot) -> None:
+    """Each unique key is held by exactly the unfinished job whose row names it."""
+    for held, job_id in snap.unique.items():
+        lane, _, key = held.partition(":")
+        row = snap.jobs.get(job_id)
+        assert row is not None, f"unique key {held!r} is held by {job_id}, which has no row"
+        assert row["state"] in ("pending", "scheduled", "active"), (
+            f"unique key {held!r} is held by {row['state']} job {job_id}"
+        )
+        assert (row.get("group"), row.get("uniq")) == (lane, key), (
+            f"unique key {held!r} is held by {job_id} of lane {row.get('group')} "
+            f"with key {row.get('uniq')!r}"
+        )
+    for job_id, row in snap.jobs.items():
+        if "uniq" in row:
+            held = f"{row['group']}:{row['uniq']}"
+            assert snap.unique.get(held) == job_id, (
+                f"{row['state']} job {job_id} names unique key {held!r}, held by "
+                f"{snap.unique.get(held)}"
+            )

@@ -166,6 +166,13 @@ def workload(queue: Queue) -> set[str]:
     assert queue._run(nothing) == [[], []]
     use("set_weight")(A, 2)
     use("set_limit")(B, 1)
+    use("set_max_depth")(C, 100)
+    use("set_rate")(C, 1000, 1)
+    use("clear_rate")(C)
+    assert (
+        use("enqueue")(C, TASK, unique_key="k").job_id
+        == use("enqueue")(C, TASK, unique_key="k").job_id
+    )
 
     claims = use("claim")(60_000, turns=3, worker_id="w:1")
     assert claims is not None
@@ -319,6 +326,8 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "pause": calls.pause(k, lane, True),
         "set_limit": calls.set_limit(k, lane, 2),
         "set_weight": calls.set_weight(k, lane, 2),
+        "set_max_depth": calls.set_max_depth(k, lane, 5),
+        "set_rate": calls.set_rate(k, lane, (5, 1000)),
         "drain": calls.drain(k, lane, 10),
         "move": calls.move(k, job, lane_id("USR", 8)),
         "retry_dead": calls.retry_dead(k, lane, 10, [job]),

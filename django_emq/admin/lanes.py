@@ -23,11 +23,13 @@ from django.urls import URLPattern, path, reverse
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
+from ..conf import emq_settings
 from ..engine import browse
 from ..engine.ids import is_lane, validate_lane
 from ..engine.queue import LaneInfo
 from ..engine.shards import AnyQueue, home_of
 from ..models import Lane
+from ..schedules import describe
 from .action_views import ActionViews
 from .actions import ACTIONS
 from .display import Pager, duration, error_message, moment, split_error
@@ -148,6 +150,7 @@ class LaneAdmin(ActionViews):
             stale_workers=len(view.workers) - len(workers),
             recent_worker_seconds=self.recent_worker_seconds,
             lanes=self._lane_rows(queue, infos, view.deepest, view.server_ms),
+            schedules=describe(queue, emq_settings().schedules),
             query=query,
             pager=pager,
             page_urls=self._page_urls(request, pager),

@@ -43,16 +43,21 @@ class QueueAPI:
         run_after: datetime | None = None,
         max_attempts: int | None = None,
         meta: Mapping[str, Any] | None = None,
+        unique_key: str | None = None,
     ) -> Enqueued:
         """Enqueue one job on ``lane``. Everything is validated before anything is written.
 
-        An existing ``job_id`` answers ``duplicate=True`` and changes nothing.
+        An existing ``job_id`` answers ``duplicate=True`` and changes nothing;
+        so does a ``unique_key`` an unfinished job of the lane holds (the answer
+        names that job). A lane at its max depth raises ``LaneFull``.
         Raises ``ValueError``/``InvalidArguments`` for bad input and
         ``EnqueueError`` when the server cannot be reached or refuses the write
         (out of memory, a read-only replica, an ACL that forbids it).
         """
         return self.enqueue_spec(
-            JobSpec(lane, task_path, args, kwargs, job_id, run_after, max_attempts, meta)
+            JobSpec(
+                lane, task_path, args, kwargs, job_id, run_after, max_attempts, meta, unique_key
+            )
         )
 
     def enqueue_many(self, jobs: Iterable[JobSpec | Mapping[str, Any]]) -> list[Enqueued]:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .keys import QueueKeys
+from .records import rate_arg
 
 
 class Call(NamedTuple):
@@ -30,6 +31,9 @@ def enqueue(
     max_attempts: int,
     run_after_ms: int,
     meta: str,
+    max_depth: int | None = None,
+    unique_key: str = "",
+    tick: tuple[str, int] | None = None,
 ) -> Call:
     keys = [
         k.ring,
@@ -55,11 +59,18 @@ def enqueue(
         run_after_ms,
         meta,
         k.prefix,
+        "" if max_depth is None else max_depth,
+        unique_key,
+        "" if tick is None else tick[0],
+        0 if tick is None else tick[1],
     ]
     return Call("enqueue", keys, args)
 
 
-def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int, history: int) -> Call:
+def claim(
+    k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int, history: int, rate: str = ""
+) -> Call:
+    """``rate``: the queue's default rate limit per lane, ``<count>:<per_ms>``; '' for none."""
     keys = [
         k.ring,
         k.on_ring,
@@ -72,7 +83,7 @@ def claim(k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int, hist
         k.stats,
         k.turn,
     ]
-    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit, history])
+    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit, history, rate])
 
 
 def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str | bytes]], ttl_ms: int) -> Call:
@@ -102,6 +113,7 @@ def complete_claim(
     worker: str,
     limit: int,
     history: int,
+    rate: str = "",
 ) -> Call:
     """Record ``outcomes`` as :func:`complete` does, then claim as :func:`claim`
     does (``limit`` 0: claim nothing), in one script call."""
@@ -118,7 +130,16 @@ def complete_claim(
         k.turn,
         k.wake,
     ]
-    args: list[str | int | bytes] = [k.prefix, ttl_ms, lease_ms, turns, worker, limit, history]
+    args: list[str | int | bytes] = [
+        k.prefix,
+        ttl_ms,
+        lease_ms,
+        turns,
+        worker,
+        limit,
+        history,
+        rate,
+    ]
     for job_id, token, result_json in outcomes:
         args += (job_id, token, result_json)
     return Call("complete_claim", keys, args)
@@ -204,6 +225,26 @@ def pause(k: QueueKeys, lane: str, paused: bool) -> Call:
 def set_limit(k: QueueKeys, lane: str, ceiling: int | None) -> Call:
     keys = [k.ring, k.on_ring, k.paused, k.ceilings, k.inflight, k.wake, k.pending(lane)]
     return Call("set_limit", keys, [lane, "" if ceiling is None else ceiling])
+
+
+def set_max_depth(k: QueueKeys, lane: str, max_depth: int | None) -> Call:
+    return Call("set_max_depth", [k.max_depths], [lane, "" if max_depth is None else max_depth])
+
+
+def set_rate(k: QueueKeys, lane: str, rate: tuple[int, int] | None) -> Call:
+    keys = [
+        k.ring,
+        k.on_ring,
+        k.paused,
+        k.ceilings,
+        k.inflight,
+        k.wake,
+        k.pending(lane),
+        k.rates,
+        k.throttled,
+        k.starts(lane),
+    ]
+    return Call("set_rate", keys, [lane, rate_arg(rate)])
 
 
 def set_weight(k: QueueKeys, lane: str, weight: int) -> Call:

@@ -47,16 +47,17 @@ class LaneControl:
                 return reaped
 
     def promote(self) -> tuple[int, int | None]:
-        """Move every due scheduled job into its lane.
+        """Move every due scheduled job into its lane, and put every rate-limited
+        lane whose next slot is due back on the ring.
 
-        Returns ``(promoted, next_due_ms)``; ``next_due_ms`` is ``None`` when
-        nothing else is scheduled.
+        Returns ``(promoted, next_due_ms)``; ``next_due_ms`` (a job's due time
+        or a throttled lane's next slot) is ``None`` when nothing else is due.
         """
         total = 0
         while True:
-            count, next_due = self._run(calls.promote(self.keys, BATCH))
+            count, next_due, lanes = self._run(calls.promote(self.keys, BATCH))
             total += int(count)
-            if int(count) < BATCH:
+            if int(count) < BATCH and int(lanes) < BATCH:
                 return total, (None if int(next_due) < 0 else int(next_due))
 
     # -- lane control -------------------------------------------------------

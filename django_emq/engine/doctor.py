@@ -53,6 +53,12 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "workers": "hash",
     "finished": "zset",
     "turn": "hash",
+    # lane policies (engine/policies.py)
+    "max_depths": "hash",
+    "unique": "hash",
+    "rates": "hash",
+    "throttled": "zset",
+    "ticks": "hash",
 }
 
 #: Where a job of each state must be: ``lane`` (its lane's pending set), one of
@@ -68,6 +74,8 @@ PLACE_OF_STATE: dict[str, str | None] = {
 
 #: A lane's sets, by key suffix: the state their members' rows must have.
 LANE_SETS: dict[str, str] = {"pending": "pending", "active": "active", "dead": "dead"}
+#: A lane's other keys, by key suffix: their type (a rate-limited lane's start log).
+LANE_LOGS: dict[str, str] = {"starts": "list"}
 #: The queue-wide sets of job ids: the state their members' rows must have.
 QUEUE_SETS: dict[str, str] = {"active": "active", "schedule": "scheduled", "dead": "dead"}
 #: Rings and depth indexes up to this length are read whole (in one atomic step).
@@ -136,7 +144,9 @@ def expected_type(keys: QueueKeys, key: str) -> str | None:
         return None
     if rest.startswith("g:"):
         lane, _, suffix = rest[2:].rpartition(":")
-        return "zset" if suffix in LANE_SETS and is_lane(lane) else None
+        if not is_lane(lane):
+            return None
+        return "zset" if suffix in LANE_SETS else LANE_LOGS.get(suffix)
     if rest.startswith(("m:", "lw:")) and rest.partition(":")[2].isdigit():
         return "hash"  # the history's minutes and lanes' hours (lua/includes/history.lua)
     if rest.startswith("job:"):
@@ -253,7 +263,8 @@ class Doctor:
             elif rest.startswith("g:"):
                 lane, _, suffix = rest[2:].rpartition(":")
                 lanes.add(lane)
-                sets.append((key, LANE_SETS[suffix], lane))
+                if suffix in LANE_SETS:
+                    sets.append((key, LANE_SETS[suffix], lane))
             elif key in queue_sets:
                 sets.append((key, queue_sets[key], ""))
         report.jobs += len(jobs)
@@ -325,6 +336,9 @@ class Doctor:
             (k.paused, r.sscan_iter(k.paused, count=self.batch)),
             (k.ceilings, (f for f, _ in r.hscan_iter(k.ceilings, count=self.batch))),
             (k.weights, (f for f, _ in r.hscan_iter(k.weights, count=self.batch))),
+            (k.max_depths, (f for f, _ in r.hscan_iter(k.max_depths, count=self.batch))),
+            (k.rates, (f for f, _ in r.hscan_iter(k.rates, count=self.batch))),
+            (k.throttled, (m for m, _ in r.zscan_iter(k.throttled, count=self.batch))),
         ]
         for key, names in sources:
             if text(r.type(key)) != FIXED_KEY_TYPES[self._attr(key)]:

@@ -26,6 +26,19 @@ class EnqueueError(EMQError):
     """A job could not be enqueued (the server is unreachable or refused it)."""
 
 
+class LaneFull(EnqueueError):
+    """The lane holds its max depth of pending jobs already: nothing was written.
+
+    A view turns it into ``429 Too Many Requests``. ``lane`` names the lane,
+    ``max_depth`` its limit.
+    """
+
+    def __init__(self, lane: str, max_depth: int) -> None:
+        super().__init__(f"lane {lane} is full: it holds its max depth of {max_depth} pending jobs")
+        self.lane = lane
+        self.max_depth = max_depth
+
+
 class InvalidArguments(EMQError, TypeError, ValueError):
     """Task arguments that do not survive a JSON round trip, or are too large.
 
@@ -95,6 +108,10 @@ class CorruptKeyspace(EMQError, redis.ResponseError):
 NO_JOB = -1
 STALE_TOKEN = -2
 BAD_STATE = -3
+#: The enqueue script's code for a lane at its max depth.
+LANE_FULL = -4
+#: The enqueue script's code for a schedule's tick that is enqueued already.
+TICKED = -5
 
 _CODES: dict[int, tuple[type[JobError], str]] = {
     NO_JOB: (JobNotFound, "no such job"),
@@ -156,6 +173,7 @@ for _cls in (
     EMQError,
     ScriptError,
     EnqueueError,
+    LaneFull,
     InvalidArguments,
     JobError,
     JobNotFound,

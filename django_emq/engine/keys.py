@@ -101,6 +101,32 @@ class QueueKeys:
         return self._k("wake")
 
     @property
+    def max_depths(self) -> str:
+        """Hash: lane -> most pending jobs it may hold (an enqueue beyond raises ``LaneFull``)."""
+        return self._k("maxdepth")
+
+    @property
+    def unique(self) -> str:
+        """Hash: ``<lane>:<unique key>`` -> id of the unfinished job holding the key."""
+        return self._k("unique")
+
+    @property
+    def rates(self) -> str:
+        """Hash: lane -> its rate limit, ``<count>:<per_ms>``."""
+        return self._k("rates")
+
+    @property
+    def throttled(self) -> str:
+        """Sorted set: rate-limited lanes off the ring, by when their next start is allowed (ms)."""
+        return self._k("throttled")
+
+    @property
+    def ticks(self) -> str:
+        """Hash: periodic schedule name -> its last enqueued tick (ms); ``<name>:job``
+        -> that tick's job id."""
+        return self._k("ticks")
+
+    @property
     def workers(self) -> str:
         """Hash: worker id -> last heartbeat record (JSON)."""
         return self._k("workers")
@@ -131,6 +157,10 @@ class QueueKeys:
     def lane_dead(self, lane: str) -> str:
         """Sorted set: lane's dead job ids scored by time of death (ms)."""
         return self._k(f"g:{validate_lane(lane)}:dead")
+
+    def starts(self, lane: str) -> str:
+        """List: start times (ms) of a rate-limited lane's latest jobs, oldest first."""
+        return self._k(f"g:{validate_lane(lane)}:starts")
 
     def job(self, job_id: str) -> str:
         """Hash: one job row."""

@@ -25,6 +25,7 @@ from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .jobs import JobControl
 from .keys import QueueKeys
 from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text
+from .policies import LanePolicies
 from .reads import QueueReads
 from .records import (
     CLAIM_STRIDE,
@@ -41,14 +42,18 @@ from .records import (
     JobSpec,
     LaneInfo,
     Totals,
-    as_int,
     default_worker_id,
     encode_outcomes,
     error_text,
     parse_claims,
+    parse_enqueued,
     positive_int,
+    rate_arg,
+    rate_limit,
     refusals,
     run_after_ms,
+    tick_arg,
+    unique_key_arg,
 )
 from .scripts import Scripts
 
@@ -75,14 +80,17 @@ __all__ = [
 ]
 
 
-class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
+class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
     """One queue of fair lanes on one Valkey server.
 
     ``result_ttl`` is how long a finished job's row (its result) is kept,
-    ``max_attempts`` how many failures a job may have before it is dead, and
+    ``max_attempts`` how many failures a job may have before it is dead,
     ``max_expiries`` how many times its lease may expire (its worker died or
-    froze) before it is dead rather than returned to its lane. ``history`` is
-    how many of the latest claimers' ids and errors a job's row keeps.
+    froze) before it is dead rather than returned to its lane, ``history`` is
+    how many of the latest claimers' ids and errors a job's row keeps,
+    ``max_depth`` the most pending jobs a lane may hold unless it sets its own
+    (``None``: no limit), and ``rate`` a ``(count, per_seconds)`` limit on the
+    jobs each lane starts, unless it sets its own (``None``: no limit).
     """
 
     def __init__(
@@ -95,6 +103,8 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         result_ttl: timedelta = timedelta(days=1),
         max_payload: int = DEFAULT_MAX_PAYLOAD,
         history: int = DEFAULT_HISTORY,
+        max_depth: int | None = None,
+        rate: tuple[int, float | timedelta] | None = None,
     ) -> None:
         self.name = name
         self.keys = QueueKeys(name)
@@ -104,6 +114,9 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         self.result_ttl_ms = int(result_ttl.total_seconds() * 1000)
         self.max_payload = max_payload
         self.history = positive_int("history", history, 1000)
+        self.max_depth = None if max_depth is None else positive_int("max_depth", max_depth)
+        #: The default rate limit of every lane, ``(count, per_ms)``; ``None``: none.
+        self.rate = None if rate is None else rate_limit(*rate)
         self._scripts = Scripts(connection)
         #: A plain queue is a sharded queue of one.
         self.shards: tuple[Queue, ...] = (self,)
@@ -136,6 +149,8 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
         positive_int("max_attempts", attempts)
         args_json, kwargs_json = encode_arguments(spec.args, spec.kwargs, self.max_payload)
         meta_json = "" if not spec.meta else encode_result(dict(spec.meta))
+        unique = unique_key_arg(spec.unique_key)
+        tick = tick_arg(spec.tick)
         return calls.enqueue(
             self.keys,
             job_id,
@@ -146,6 +161,9 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
             attempts,
             run_after_ms(spec.run_after),
             meta_json,
+            self.max_depth,
+            unique,
+            tick,
         )
 
     def enqueue_spec(self, spec: JobSpec) -> Enqueued:
@@ -192,6 +210,8 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
                 raise self._enqueue_error(reply) from reply
             if isinstance(reply, Exception):
                 raise reply
+        # A full lane refuses its job alone: the jobs before and after it in the
+        # batch are admitted; LaneFull names the first refused one.
         return [_enqueued(call, reply) for call, reply in zip(prepared, replies, strict=True)]
 
     def _enqueue_error(self, exc: Exception) -> EnqueueError:
@@ -216,6 +236,7 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
             checked.worker,
             checked.max_jobs,
             self.history,
+            rate_arg(self.rate),
         )
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
@@ -301,7 +322,7 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
             codes, flat = self._run(call)
         except redis.ResponseError as exc:
             return [], [script_error(exc)] * len(outcomes)
-        return parse_claims(flat), list(refusals(call.args[7::3], codes))
+        return parse_claims(flat), list(refusals(call.args[8::3], codes))
 
     def complete_claim_call(
         self, encoded: Sequence[tuple[str, int, str | bytes]], request: ClaimRequest
@@ -325,6 +346,7 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
             checked.worker,
             limit,
             self.history,
+            rate_arg(self.rate),
         )
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
@@ -356,5 +378,5 @@ class Queue(QueueAPI, LaneControl, JobControl, QueueReads):
 
 
 def _enqueued(call: calls.Call, reply: Sequence[Any]) -> Enqueued:
-    """What the enqueue script's reply ``{new?, state, enq}`` stands for."""
-    return Enqueued(str(call.args[0]), text(reply[1]), reply[0] == 0, as_int(reply[2]))
+    """What the enqueue script's reply stands for (see ``parse_enqueued``)."""
+    return parse_enqueued(str(call.args[0]), str(call.args[1]), reply)

@@ -15,6 +15,14 @@ if TYPE_CHECKING:
     from .client import Client
 
 
+def _rate(raw: bytes | None) -> tuple[int, float] | None:
+    """A rate kept as ``<count>:<per_ms>``, as ``(count, per_seconds)``."""
+    if raw is None:
+        return None
+    count, _, per_ms = text(raw).partition(":")
+    return int(count), int(per_ms) / 1000
+
+
 class QueueReads:
     """Depths, totals, the deepest lanes and job rows, for ``Queue``."""
 
@@ -33,8 +41,9 @@ class QueueReads:
         for key in (k.active, k.schedule, k.dead, k.depths):
             pipe.zcard(key)
         pipe.llen(k.ring)
-        pending, active, scheduled, dead, lanes, ring = pipe.execute()
-        return Totals(as_int(pending), active, scheduled, dead, lanes, ring)
+        pipe.zcard(k.throttled)
+        pending, active, scheduled, dead, lanes, ring, throttled = pipe.execute()
+        return Totals(as_int(pending), active, scheduled, dead, lanes, ring, throttled)
 
     def lanes(self, top: int = 50, offset: int = 0) -> list[LaneInfo]:
         """The ``top`` deepest lanes from ``offset``, deepest first, read from the
@@ -65,10 +74,11 @@ class QueueReads:
         k = self.keys
         names = [lane for lane, _ in ranked]
         pipe = self.connection.pipeline(transaction=False)
-        for key in (k.inflight, k.ceilings, k.weights):
+        for key in (k.inflight, k.ceilings, k.weights, k.max_depths, k.rates):
             pipe.hmget(key, names)
         pipe.smismember(k.paused, names)
-        inflight, ceilings, weights, paused = pipe.execute()
+        pipe.zmscore(k.throttled, names)
+        inflight, ceilings, weights, max_depths, rates, paused, throttled = pipe.execute()
         return [
             LaneInfo(
                 lane,
@@ -77,6 +87,9 @@ class QueueReads:
                 None if ceilings[i] is None else int(ceilings[i]),
                 as_int(weights[i], 1),
                 bool(paused[i]),
+                None if max_depths[i] is None else int(max_depths[i]),
+                _rate(rates[i]),
+                None if throttled[i] is None else int(throttled[i]),
             )
             for i, (lane, depth) in enumerate(ranked)
         ]

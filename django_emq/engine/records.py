@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .exceptions import JobError, refusal
+from .exceptions import LANE_FULL, TICKED, JobError, LaneFull, refusal
 from .payload import decode, encode_result, text
 from .rows import worker_ids
 
@@ -49,8 +49,9 @@ class JobSpec:
     """One job to enqueue: everything ``enqueue`` takes, in one value.
 
     ``job_id`` (``None``: mint one), ``run_after`` (aware; ``None``: now),
-    ``max_attempts`` (``None``: the queue's) and ``meta`` (kept on the row) are
-    optional. Checked when a queue prepares it, never half-written.
+    ``max_attempts`` (``None``: the queue's), ``meta`` (kept on the row) and
+    ``unique_key`` (at most one unfinished job per key and lane) are optional.
+    Checked when a queue prepares it, never half-written.
     """
 
     lane: str
@@ -61,6 +62,10 @@ class JobSpec:
     run_after: datetime | None = None
     max_attempts: int | None = None
     meta: Mapping[str, Any] | None = None
+    unique_key: str | None = None
+    #: ``(schedule name, tick ms)``: a periodic schedule's tick, enqueued once
+    #: however many workers try (the schedule's last tick must be older).
+    tick: tuple[str, int] | None = None
 
     @classmethod
     def of(cls, job: JobSpec | Mapping[str, Any]) -> JobSpec:
@@ -145,6 +150,12 @@ class LaneInfo:
     ceiling: int | None
     weight: int
     paused: bool
+    #: The lane's own max depth (``None``: the queue's default applies, if any).
+    max_depth: int | None = None
+    #: The lane's own rate limit, ``(count, per_seconds)`` (``None``: the queue's, if any).
+    rate: tuple[int, float] | None = None
+    #: When a throttled lane may start its next job (server ms); ``None``: not throttled.
+    throttled_until_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +168,68 @@ class Totals:
     dead: int
     lanes: int
     ring: int
+    #: Rate-limited lanes off the ring until their next slot.
+    throttled: int = 0
+
+
+#: Most jobs a rate limit may allow per period (the lane keeps that many start times).
+MAX_RATE_COUNT = 10_000
+#: Longest period of a rate limit, in seconds (a week).
+MAX_RATE_PERIOD = 7 * 24 * 3600
+
+
+def rate_limit(count: object, per_seconds: object) -> tuple[int, int]:
+    """``(count, per_ms)`` of "at most ``count`` jobs started per ``per_seconds``";
+    ``ValueError`` if either is out of range."""
+    positive_int("count", count, MAX_RATE_COUNT)
+    if isinstance(per_seconds, timedelta):
+        per_seconds = per_seconds.total_seconds()
+    if isinstance(per_seconds, bool) or not isinstance(per_seconds, int | float):
+        raise ValueError(f"per_seconds must be a number of seconds, not {per_seconds!r}")
+    per_ms = round(per_seconds * 1000) if per_seconds == per_seconds else 0
+    if not 1 <= per_ms <= MAX_RATE_PERIOD * 1000:
+        raise ValueError(
+            f"per_seconds must be from 0.001 to {MAX_RATE_PERIOD} (a week), not {per_seconds!r}"
+        )
+    assert isinstance(count, int)
+    return count, per_ms
+
+
+def rate_arg(rate: tuple[int, int] | None) -> str:
+    """A rate limit ``(count, per_ms)`` as the scripts read it: ``<count>:<per_ms>``."""
+    return "" if rate is None else f"{rate[0]}:{rate[1]}"
+
+
+SCHEDULE_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+
+def tick_arg(tick: object) -> tuple[str, int] | None:
+    """A checked ``(schedule name, tick ms)``; ``ValueError`` if bad."""
+    if tick is None:
+        return None
+    if not isinstance(tick, tuple) or len(tick) != 2:
+        raise ValueError(f"tick must be a (schedule name, tick ms) pair, not {tick!r}")
+    name, when = tick
+    if not isinstance(name, str) or not SCHEDULE_NAME_RE.fullmatch(name):
+        raise ValueError(f"{name!r} is not a schedule name: use 1-100 of A-Z a-z 0-9 _ . -")
+    return name, positive_int("tick", when)
+
+
+#: Longest unique key (``JobSpec.unique_key``), in characters.
+MAX_UNIQUE_KEY = 200
+
+
+def unique_key_arg(key: object) -> str:
+    """The enqueue script's unique-key argument ('' for none); ``ValueError`` if bad."""
+    if key is None:
+        return ""
+    if not isinstance(key, str) or not key or len(key) > MAX_UNIQUE_KEY:
+        raise ValueError(
+            f"unique_key must be a str of 1 to {MAX_UNIQUE_KEY} characters, not {key!r}"
+        )
+    if not key.isprintable():
+        raise ValueError(f"unique_key must be printable text, not {key!r}")
+    return key
 
 
 def as_int(value: Any, default: int = 0) -> int:
@@ -217,6 +290,20 @@ def encode_outcomes(outcomes: Sequence[tuple[str, int, Any]]) -> list[tuple[str,
         positive_int("token", token)
         encoded.append((job_id, token, encode_result(result)))
     return encoded
+
+
+def parse_enqueued(job_id: str, lane: str, reply: Sequence[Any]) -> Enqueued:
+    """The enqueue script's reply ``{new?, state, enq[, holder]}`` for job
+    ``job_id`` on ``lane``; raises ``LaneFull`` when the lane held its max
+    depth (``{-4, max}``: nothing was written). A job holding the same unique
+    key answers in its place (``duplicate``, its own id and enqueue time)."""
+    code = int(reply[0])
+    if code == LANE_FULL:
+        raise LaneFull(lane, int(reply[1]))
+    if code == TICKED:  # another worker enqueued this tick: its job answers
+        return Enqueued(text(reply[2]), "ticked", True, 0)
+    holder = text(reply[3]) if len(reply) > 3 else job_id
+    return Enqueued(holder, text(reply[1]), code == 0, as_int(reply[2]))
 
 
 def parse_claims(flat: Sequence[Any] | None) -> list[Claim]:

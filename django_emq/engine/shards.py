@@ -28,6 +28,7 @@ from .exceptions import UNAVAILABLE, JobError, JobNotFound
 from .ids import mint_job_id, validate_job_id, validate_lane
 from .payload import text
 from .placement import job_id_on, job_shard, lane_shard, shard_tags
+from .policies import LanePolicies
 from .queue import Queue
 from .records import Claim, ClaimRequest, Enqueued, JobSpec, LaneInfo, Totals, encode_outcomes
 
@@ -41,7 +42,7 @@ MAX_TOP = 10_000
 HOLD_OFF = 1.0
 
 
-class ShardedQueue(QueueAPI):
+class ShardedQueue(QueueAPI, LanePolicies):
     """Queue ``name`` spread over ``shards`` shards; options as for :class:`Queue`."""
 
     def __init__(
@@ -250,6 +251,7 @@ class ShardedQueue(QueueAPI):
             dead=sum(t.dead for t in parts),
             lanes=sum(t.lanes for t in parts),
             ring=sum(t.ring for t in parts),
+            throttled=sum(t.throttled for t in parts),
         )
 
     def lanes(self, top: int = 50, offset: int = 0) -> list[LaneInfo]:

@@ -5,6 +5,7 @@ heartbeats of workers that stopped beating, touch the health file."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -43,6 +44,7 @@ class Beat:
         beat_s: float,
         health_file: Path | None,
         counts: Callable[[], tuple[int, int]],
+        ticker: Callable[[], object] | None = None,
     ) -> None:
         self.shards = shards
         self.worker_id = worker_id
@@ -50,6 +52,8 @@ class Beat:
         self.beat_s = beat_s
         self.health_file = health_file
         self._counts = counts  # (done, running)
+        #: Enqueues the periodic schedules' due ticks (a blocking call, run in a thread).
+        self._ticker = ticker
         self._offset_ms = 0  # server clock minus ours, from the last beat
         self._host = socket.gethostname()
 
@@ -68,6 +72,11 @@ class Beat:
                 await shard.reap()
                 await shard.promote()
                 await self._report(shard)
+            except CALL_ERRORS as exc:
+                missed.append(exc)
+        if self._ticker is not None:
+            try:  # each due tick is enqueued by one worker only (django_emq.schedules)
+                await asyncio.to_thread(self._ticker)
             except CALL_ERRORS as exc:
                 missed.append(exc)
         if missed:  # never fatal: tried again at the next beat

@@ -18,7 +18,7 @@ from ..engine import calls
 from ..engine.control import BATCH
 from ..engine.payload import text
 from ..engine.queue import Queue
-from ..engine.records import MAX_WEIGHT, Claim, error_text, parse_claims, refusals
+from ..engine.records import MAX_WEIGHT, Claim, error_text, parse_claims, rate_arg, refusals
 from ..exceptions import UNAVAILABLE, JobError, check_code
 from .client import AsyncClient, AsyncScripts
 
@@ -57,7 +57,15 @@ class Shard:
         turns = max(1, min(want, MAX_WEIGHT))
         if not outcomes:
             flat = await self.scripts(
-                calls.claim(self.keys, lease_ms, turns, worker, want, self.queue.history)
+                calls.claim(
+                    self.keys,
+                    lease_ms,
+                    turns,
+                    worker,
+                    want,
+                    self.queue.history,
+                    rate_arg(self.queue.rate),
+                )
             )
             return parse_claims(flat), []
         call = calls.complete_claim(
@@ -69,9 +77,10 @@ class Shard:
             worker,
             want,
             self.queue.history,
+            rate_arg(self.queue.rate),
         )
         codes, flat = await self.scripts(call)
-        return parse_claims(flat), refusals(call.args[7::3], codes)
+        return parse_claims(flat), refusals(call.args[8::3], codes)
 
     async def retry(self, job_id: str, token: int, error: str, delay_ms: int) -> str:
         reply = await self.scripts(
@@ -97,10 +106,11 @@ class Shard:
             pass
 
     async def promote(self) -> int | None:
-        """Move due scheduled jobs into their lanes; the next due time (ms) or ``None``."""
+        """Move due scheduled jobs into their lanes and put rate-limited lanes whose
+        slot is due back on the ring; the next due time (ms) or ``None``."""
         while True:
-            count, next_due = await self.scripts(calls.promote(self.keys, BATCH))
-            if int(count) < BATCH:
+            count, next_due, lanes = await self.scripts(calls.promote(self.keys, BATCH))
+            if int(count) < BATCH and int(lanes) < BATCH:
                 return None if int(next_due) < 0 else int(next_due)
 
     async def drained(self) -> bool:
@@ -109,6 +119,8 @@ class Shard:
         await self.reap()
         due = await self.promote()
         if due is not None and due <= time.time() * 1000:
+            return False
+        if int(await self.client.zcard(self.keys.throttled)):  # rate-limited lanes' jobs wait
             return False
         return int(await self.client.llen(self.keys.ring)) == 0
 

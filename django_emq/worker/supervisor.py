@@ -18,8 +18,10 @@ from typing import Any
 from django.conf import settings
 
 from ..backend import FairLanesBackend
+from ..conf import emq_settings
 from ..connection import unsupported_reason, version_from_info
 from ..exceptions import UNAVAILABLE, ConfigurationError
+from ..schedules import tick
 from .beat import Beat
 from .claimer import Claimer
 from .client import AsyncClient, AsyncScripts, async_client
@@ -151,6 +153,7 @@ class Worker:
         beat = Beat(
             shards, p.worker_id, p.lease_ms, p.beat_s, p.health_file,
             lambda: (core.counts["done"], core.executing),
+            ticker=lambda: tick(self.queues, emq_settings().schedules),
         )  # fmt: skip
         claimer = Claimer(core, rotation, parking)
         logger.info(

@@ -8,7 +8,8 @@
   KEYS[3]  ceilings  hash   lane -> concurrency ceiling
   KEYS[4]  inflight  hash   lane -> jobs in flight
   KEYS[5]  depths    zset   lane -> pending depth
-  derived: <prefix>g:<lane>:pending and :active (zsets) of each lane
+  derived: <prefix>g:<lane>:pending and :active (zsets) of each lane,
+           <prefix>throttled (zset: a throttled lane is not serviceable)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2..] lanes    lane ids (validated by the caller)
@@ -48,6 +49,7 @@ for i = 2, #ARGV do
     local ceiling = tonumber(read('HGET', Q.ceilings, lane))
     local serviceable = depth > 0 and read('SISMEMBER', Q.paused, lane) ~= 1
       and not (ceiling and active >= ceiling)
+      and not read('ZSCORE', prefix .. 'throttled', lane)
     local onRing = read('SISMEMBER', Q.onring, lane) == 1
     if serviceable and not onRing then report('ring', 'serviceable but not on the ring') end
     -- An empty lane left on the ring by a cancel (hollow) is no fault: the next

@@ -14,7 +14,9 @@
   KEYS[3]  stats     hash   queue counters
   KEYS[4]  job       hash   the job row
   KEYS[5]  wake      list   wake tokens for parked workers
-  derived: <prefix>g:<lane>:pending (zset) of the job's lane
+  derived: <prefix>g:<lane>:pending (zset) of the job's lane, <prefix>unique
+           (hash, see includes/policies.lua: a cancelled job frees its unique
+           key, so the key can be enqueued again at once)
   history: the keys of includes/history.lua (the finished window and this
            minute's `cancel`), written with pcall
 
@@ -34,6 +36,7 @@
 -- @include "errors"
 -- @include "pending"
 -- @include "history"
+-- @include "policies"
 -- @include "wake"
 
 local Q = {schedule = KEYS[1], depths = KEYS[2], stats = KEYS[3], wake = KEYS[5]}
@@ -51,6 +54,7 @@ if state ~= 'pending' and state ~= 'scheduled' then return -3 end
 checkQ(Q)
 local pendingKey = lane and laneKey(prefix, lane)
 if pendingKey then expectType(pendingKey, 'zset') end
+local uniques = anyUnique(prefix)
 local errors, total = withError(row[4], row[5], ARGV[4], tonumber(ARGV[5]))
 
 -- writes
@@ -62,6 +66,7 @@ if state == 'pending' and pendingKey then
 else
   redis.call('ZREM', Q.schedule, id)
 end
+if uniques then releaseUnique(prefix, jk, id) end
 redis.call('HSET', jk, 'state', 'cancelled', 'error', ARGV[4], 'errors', errors,
   'errors_total', total, 'finished', now, 'cancel', now)
 redis.call('HDEL', jk, 'due')

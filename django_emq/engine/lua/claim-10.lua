@@ -27,6 +27,10 @@
   ARGV[5]  limit     at most this many jobs in all (a weighted turn cut short
                      keeps the rest for the next claim)
   ARGV[6]  keep      how many of the latest claimers' ids a row keeps in `workers`
+  ARGV[7]  rate      the queue's default rate limit per lane, '<count>:<per_ms>',
+                     or '' for none
+  derived: <prefix>rates, <prefix>throttled, <prefix>g:<lane>:starts (see
+           includes/rate.lua)
 
   A lane's own key of the wrong type ends the claim: with jobs claimed in
   earlier turns it returns them (the broken lane stays on the ring for the
@@ -45,6 +49,6 @@ local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
   stats = KEYS[9], turn = KEYS[10]}
 local out, broken = claimTurns(Q, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4],
-  tonumber(ARGV[5]), tonumber(ARGV[6]))
+  tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] or '')
 if broken and #out == 0 then fail(broken[1], broken[2]) end
 return out

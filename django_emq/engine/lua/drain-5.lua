@@ -8,7 +8,8 @@
   KEYS[3]  depths    zset   lane -> pending depth
   KEYS[4]  stats     hash   queue counters
   KEYS[5]  pending   zset   the lane (emq:{q}:g:<lane>:pending)
-  derived: <prefix>job:<id> (hash) of each deleted job
+  derived: <prefix>job:<id> (hash) of each deleted job, <prefix>unique (hash,
+           see includes/policies.lua: a drained job frees its unique key)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  lane      the lane id
@@ -19,13 +20,16 @@
 -- @include "item_keys"
 -- @include "check"
 -- @include "pending"
+-- @include "policies"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], depths = KEYS[3], stats = KEYS[4]}
 local prefix, lane, pendingKey = ARGV[1], ARGV[2], KEYS[5]
 checkQ(Q)
 expectType(pendingKey, 'zset')
+local uniques = anyUnique(prefix)
 local popped = redis.call('ZPOPMIN', pendingKey, tonumber(ARGV[3]))
 for i = 1, #popped, 2 do
+  if uniques then releaseUnique(prefix, jobKey(prefix, popped[i]), popped[i]) end
   redis.call('DEL', jobKey(prefix, popped[i]))
 end
 local n = #popped / 2

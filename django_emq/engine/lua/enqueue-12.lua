@@ -23,19 +23,31 @@
   ARGV[6]  max_attempts  failures allowed before the job is dead
   ARGV[7]  run_after     due time in epoch ms; 0 = now
   ARGV[8]  meta          opaque JSON the caller wants kept (may be empty)
-  ARGV[9]  prefix        the queue's key prefix, emq:{q}: (for the history keys)
-  derived: <prefix>m:<minute> (hash, includes/history.lua)
+  ARGV[9]  prefix        the queue's key prefix, emq:{q}: (for the policy and
+                         history keys)
+  ARGV[10] max_depth     the queue's default max lane depth; '' for none
+  ARGV[11] unique        the job's unique key on its lane; '' for none
+  ARGV[12] schedule      the periodic schedule whose tick this job is; '' for none
+  ARGV[13] tick          that tick's time (epoch ms): enqueued once, by whoever
+                         claims it first (the schedule's last tick is older)
+  derived: <prefix>maxdepth, <prefix>unique, <prefix>ticks (hashes, see
+           includes/policies.lua); <prefix>m:<minute> (hash,
+           includes/history.lua)
 
   Returns {1, state, enq} when enqueued (state 'pending' or 'scheduled'),
-          {0, state, enq} when the id exists already (nothing changed);
-          enq is the row's enqueue time (server clock, epoch ms), so the
-          caller's result carries the time a read-back shows.
+          {0, state, enq} when the id exists already (nothing changed),
+          {0, state, enq, id} when job `id` holds the unique key (nothing
+          changed), {-4, max} when the lane holds its max depth already
+          (nothing changed), {-5, last, id} when the schedule's tick is
+          enqueued already (its last tick, and that job's id; nothing changed); enq is the row's enqueue time (server clock,
+          epoch ms), so the caller's result carries the time a read-back shows.
 ]]
 -- @include "now_ms"
 -- @include "check"
 -- @include "counter"
 -- @include "pending"
 -- @include "ring"
+-- @include "policies"
 -- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
@@ -48,6 +60,20 @@ local id, lane = ARGV[1], ARGV[2]
 -- is known to hold its type.
 local existing = guard(jk, 'HGET', jk, 'state')
 if existing then return {0, existing, tonumber(redis.call('HGET', jk, 'enq')) or 0} end
+local prefix, unique, schedule = ARGV[9], ARGV[11], ARGV[12] or ''
+if schedule ~= '' then
+  local last = lastTick(prefix, schedule)
+  if last >= tonumber(ARGV[13]) then return {-5, last, tickJob(prefix, schedule)} end
+end
+if unique ~= '' then
+  local holder, holderKey = uniqueHolder(prefix, lane, unique)
+  if holder then
+    local row = redis.call('HMGET', holderKey, 'state', 'enq')
+    return {0, row[1], tonumber(row[2]) or 0, holder}
+  end
+end
+local full = laneFull(prefix, lane, pendingKey, ARGV[10])
+if full then return {-4, full} end
 
 local now = nowMs()
 local due = tonumber(ARGV[7])
@@ -68,7 +94,9 @@ redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
   'task', ARGV[3], 'args', ARGV[4], 'kwargs', ARGV[5], 'max', ARGV[6],
   'seq', seq, 'enq', now, 'meta', ARGV[8])
 addCount(Q.stats, 'enqueued', 1, 1)
-countEvent(ARGV[9], now, 'enq', 1)
+if unique ~= '' then holdUnique(prefix, lane, unique, id, jk) end
+if schedule ~= '' then takeTick(prefix, schedule, ARGV[13], id) end
+countEvent(prefix, now, 'enq', 1)
 
 if state == 'scheduled' then
   redis.call('HSET', jk, 'due', due)

@@ -13,7 +13,8 @@
   KEYS[6]  depths    zset   lane -> pending depth
   KEYS[7]  wake      list   wake tokens for parked workers
   KEYS[8]  weights   hash   lane -> weight
-  derived: <prefix>g:<lane>:pending and :active (zsets) of each lane
+  derived: <prefix>g:<lane>:pending and :active (zsets) of each lane; on purge
+           <prefix>maxdepth, <prefix>rates (hashes), <prefix>throttled (zset)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2..] pairs    name, mode: 'lane' (a lane id, validated by the caller)
@@ -36,6 +37,10 @@ for i = 2, #ARGV, 2 do
       + redis.call('SREM', Q.onring, name) + redis.call('LREM', Q.ring, 0, name)
       + redis.call('SREM', Q.paused, name) + redis.call('HDEL', Q.ceilings, name)
       + redis.call('HDEL', Q.weights, name)
+    -- the lane policies' keys (derived; a wrong type is the doctor's to delete)
+    n = n + (tonumber(redis.pcall('HDEL', prefix .. 'maxdepth', name)) or 0)
+      + (tonumber(redis.pcall('HDEL', prefix .. 'rates', name)) or 0)
+      + (tonumber(redis.pcall('ZREM', prefix .. 'throttled', name)) or 0)
     if n > 0 then changed = changed + 1 end
   else
     local pendingKey = laneKey(prefix, name)

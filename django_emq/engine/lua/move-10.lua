@@ -12,7 +12,9 @@
   KEYS[8]  wake      list   wake tokens for parked workers
   KEYS[9]  job       hash   the job row
   KEYS[10] to        zset   the destination lane (emq:{q}:g:<lane>:pending)
-  derived: <prefix>g:<lane>:pending (zset) of the job's current lane
+  derived: <prefix>g:<lane>:pending (zset) of the job's current lane,
+           <prefix>unique (hash, see includes/policies.lua: a moved job frees
+           its unique key on the lane it leaves and holds none on the other)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  id        the job id
@@ -25,6 +27,7 @@
 -- @include "check"
 -- @include "pending"
 -- @include "ring"
+-- @include "policies"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4],
   inflight = KEYS[5], depths = KEYS[6], stats = KEYS[7], wake = KEYS[8]}
@@ -37,7 +40,9 @@ if from == to then return 0 end
 checkQ(Q)
 expectType(toKey, 'zset')
 if from then expectType(laneKey(prefix, from), 'zset') end
+local uniques = anyUnique(prefix)
 local seq = tonumber(row[3]) or 0
+if uniques then releaseUnique(prefix, jk, id) end
 redis.call('HSET', jk, 'group', to)
 if row[1] == 'pending' then
   local fromKey = laneKey(prefix, from)

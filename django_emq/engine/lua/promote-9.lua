@@ -11,7 +11,9 @@
   KEYS[7]  depths    zset   lane -> pending depth
   KEYS[8]  stats     hash   queue counters
   KEYS[9]  wake      list   wake tokens for parked workers
-  derived: <prefix>g:<lane>:pending (zset), <prefix>job:<id> (hash)
+  derived: <prefix>g:<lane>:pending (zset), <prefix>job:<id> (hash),
+           <prefix>throttled (zset, see includes/rate.lua): rate-limited
+           lanes whose next slot is due rejoin the ring here too
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  limit     at most this many jobs per call
@@ -19,14 +21,16 @@
   Every key, the due jobs' rows and their lanes included, is checked before
   the first write (check.lua).
 
-  Returns {promoted, next_due_ms} where next_due_ms is the due time of the
-  earliest job still scheduled, or -1 when none is.
+  Returns {promoted, next_due_ms, lanes} where next_due_ms is the due time of
+  the earliest job still scheduled or throttled lane (-1 when there is none)
+  and lanes the number of throttled lanes that were due.
 ]]
 -- @include "now_ms"
 -- @include "item_keys"
 -- @include "check"
 -- @include "pending"
 -- @include "ring"
+-- @include "rate"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -35,7 +39,9 @@ local prefix = ARGV[1]
 
 -- reads and checks: the due jobs, their rows, their lanes
 checkQ(Q)
-local due = redis.call('ZRANGEBYSCORE', Q.schedule, '-inf', nowMs(), 'LIMIT', 0, tonumber(ARGV[2]))
+local now = nowMs()
+local lanesDue = dueLanes(prefix, now, tonumber(ARGV[2]))
+local due = redis.call('ZRANGEBYSCORE', Q.schedule, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 local jobs, checked = {}, {}
 for _, id in ipairs(due) do
   local jk = jobKey(prefix, id)
@@ -48,6 +54,7 @@ for _, id in ipairs(due) do
 end
 
 -- writes
+if #lanesDue > 0 then wake(Q, unthrottle(Q, prefix, lanesDue)) end
 for _, job in ipairs(jobs) do
   local id, jk, row = job[1], job[2], job[3]
   redis.call('ZREM', Q.schedule, id)
@@ -65,4 +72,8 @@ end
 local nextDue = redis.call('ZRANGE', Q.schedule, 0, 0, 'WITHSCORES')
 local nextMs = -1
 if #nextDue > 0 then nextMs = tonumber(nextDue[2]) end
-return {#due, nextMs}
+local nextLane = redis.call('ZRANGE', prefix .. 'throttled', 0, 0, 'WITHSCORES')
+if #nextLane > 0 and (nextMs < 0 or tonumber(nextLane[2]) < nextMs) then
+  nextMs = tonumber(nextLane[2])
+end
+return {#due, nextMs, #lanesDue}

@@ -19,7 +19,8 @@
   KEYS[9]  wake      list   wake tokens for parked workers
   KEYS[10] dead      zset   dead job ids by time of death (ms)
   derived: <prefix>g:<lane>:pending, <prefix>g:<lane>:active and
-           <prefix>g:<lane>:dead (zsets), <prefix>job:<id> (hash)
+           <prefix>g:<lane>:dead (zsets), <prefix>job:<id> (hash), <prefix>unique
+           (hash, see includes/policies.lua: a dead job frees its unique key)
 
   history: the keys of includes/history.lua (the finished window and this minute's `dead`),
            written with pcall: a damaged history key never fails the script
@@ -40,6 +41,7 @@
 -- @include "counter"
 -- @include "errors"
 -- @include "return_to_lane"
+-- @include "policies"
 -- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
@@ -52,6 +54,7 @@ local now = nowMs()
 
 -- reads and checks: the expired leases, their rows, their lanes' keys
 checkQ(Q)
+local uniques = anyUnique(prefix)
 local expired = redis.call('ZRANGEBYSCORE', Q.active, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 local jobs, checked = {}, {}
 for _, id in ipairs(expired) do
@@ -67,6 +70,7 @@ end
 -- bury(id, jk, lane, expiries, row): the job is dead with a LeaseExpired error.
 local function bury(id, jk, lane, expiries, row)
   leaveActive(Q, prefix, id, lane)
+  if uniques then releaseUnique(prefix, jk, id) end
   local error = cjson.encode({
     exception_class_path = 'django_emq.exceptions.LeaseExpired',
     traceback = 'the lease expired ' .. expiries .. ' times (EMQ MAX_EXPIRIES): the worker '

@@ -17,7 +17,8 @@
   KEYS[11] wake      list   wake tokens for parked workers
   KEYS[12] job       hash   the job row
   derived: <prefix>g:<lane>:pending, <prefix>g:<lane>:active and
-           <prefix>g:<lane>:dead (zsets) of the job's lane
+           <prefix>g:<lane>:dead (zsets) of the job's lane, <prefix>unique
+           (hash, see includes/policies.lua: a dead job frees its unique key)
 
   history: the keys of includes/history.lua (the finished window and this minute's `dead` or `retry`),
            written with pcall: a damaged history key never fails the script
@@ -46,6 +47,7 @@
 -- @include "inflight"
 -- @include "pending"
 -- @include "ring"
+-- @include "policies"
 -- @include "history"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], schedule = KEYS[4],
@@ -57,6 +59,7 @@ if type(lane) == 'number' then return lane end
 -- reads and checks
 checkQ(Q)
 checkLane(prefix, lane)
+local uniques = anyUnique(prefix)
 local row = redis.call('HMGET', jk, 'fails', 'max', 'errors', 'errors_total', 'seq')
 local fails = (tonumber(row[1]) or 0) + 1
 local max = tonumber(row[2]) or 1
@@ -71,6 +74,7 @@ redis.call('HSET', jk, 'fails', fails, 'errors', errors, 'errors_total', total,
 local state
 if ARGV[6] == 'dead' or fails >= max then
   state = 'dead'
+  if uniques then releaseUnique(prefix, jk, id) end
   redis.call('HSET', jk, 'state', state, 'finished', now)
   redis.call('ZADD', Q.dead, now, id)
   redis.call('ZADD', laneDeadKey(prefix, lane), now, id)

@@ -2,9 +2,10 @@
 -- @include "item_keys"
 -- @include "check"
 -- @include "counter"
+-- @include "rate"
 -- @include "history"
 
--- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep): take up to
+-- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate): take up to
 -- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
 -- claim reply (11 entries per job, see claim-10.lua) and, when a lane's own
 -- key held the wrong type, {key, error} of that key (nil otherwise); the
@@ -28,13 +29,24 @@
 -- ring lands on it: a turn reads them first and puts back what it popped when
 -- one holds the wrong type, and the claim ends there.
 -- `keep`: how many of the latest claimers' ids a row keeps in `workers`.
--- Q needs .ring, .onring, .active, .ceilings, .weights, .inflight, .depths,
--- .stats, .turn.
-local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep)
+--
+-- Rate limits (includes/rate.lua; `rate` is the queue's default per lane,
+-- '<count>:<per_ms>' or ''): due throttled lanes rejoin the ring first; a
+-- rate-limited lane's turn serves no more than its window allows, and a lane
+-- whose window is full leaves the ring for `throttled`, as an empty one does.
+-- Q needs .ring, .onring, .active, .paused, .ceilings, .weights, .inflight,
+-- .depths, .stats, .turn.
+local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
   -- Most queues set no weights or ceilings: then no turn looks them up.
   local weighted = guard(Q.weights, 'HLEN', Q.weights) > 0
   local capped = guard(Q.ceilings, 'HLEN', Q.ceilings) > 0
   checkQ(Q, {'onring', 'active', 'inflight', 'depths', 'stats'})
+  local limited = rated(prefix, rate)
+  local dueNow = {}
+  if limited then
+    checkQ(Q, {'ring', 'paused'})
+    dueNow = dueLanes(prefix, nowMs(), turns)
+  end
   local savedLane, savedCredit = nil, 0
   if weighted then
     local saved = guard(Q.turn, 'HMGET', Q.turn, 'lane', 'credit')
@@ -129,6 +141,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep)
     return n, suspect
   end
 
+  if #dueNow > 0 then unthrottle(Q, prefix, dueNow) end  -- the first write
   local turnLane, turnCredit = nil, 0 -- the last turn, when it was cut short
   local suspect, broken = false, nil
   for turn = 1, turns do
@@ -162,6 +175,16 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep)
         if ceiling - inflight < k then k = ceiling - inflight end
       end
     end
+    local count, per
+    if limited then count, per = laneRate(prefix, lane, rate) end
+    if count then
+      local room, bad = rateRoom(prefix, lane, now, count, per)
+      if room == nil then
+        broken = bad
+        break
+      end
+      if room < k then k = room end
+    end
     local left = 0
     if k > 0 then
       local taken, flag = takeTurn(lane, pendingKey, k)
@@ -187,7 +210,8 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep)
       end
       k = taken
     end
-    local leaves = left <= 0 or (ceiling and inflight >= ceiling) or k <= 0
+    local throttled = count and rateTaken(prefix, lane, now, count, per, math.max(k, 0))
+    local leaves = left <= 0 or (ceiling and inflight >= ceiling) or k <= 0 or throttled
     if not weighted then
       -- The lane is at the tail now: leave with RPOP when it is no longer serviceable.
       if leaves then

@@ -4,6 +4,7 @@
 -- @include "counter"
 -- @include "fence"
 -- @include "ring"
+-- @include "policies"
 -- @include "history"
 
 -- completeJobs(Q, prefix, ttl, argv, first): record the success of the jobs
@@ -16,6 +17,8 @@
 -- Read and check first, write last: every row is fenced and every key the
 -- writes touch is checked (check.lua) before the first write, so a key of the
 -- wrong type fails the whole call with nothing written.
+--
+-- A finished job frees the unique key it holds (includes/policies.lua).
 --
 -- Returns one code per job: 1 recorded, -1 no such job, -2 stale token.
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight, .stats, .wake.
@@ -53,6 +56,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     anyJoins = anyJoins or joins[lane]
   end
   if anyJoins then checkQ(Q, {'ring', 'wake'}) end
+  local uniques = anyUnique(prefix)
 
   -- writes
   local now = nowMs()
@@ -61,6 +65,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     local id = argv[i]
     local jk = jobKey(prefix, id)
     ids[#ids + 1] = id
+    if uniques then releaseUnique(prefix, jk, id) end
     if ttl > 0 then
       redis.call('HSET', jk, 'state', 'done', 'finished', now, 'result', argv[i + 2])
       redis.call('PEXPIRE', jk, ttl)

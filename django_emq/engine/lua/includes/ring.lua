@@ -22,7 +22,8 @@ end
 -- depth is the lane's depth after the writes (nil: read it); inflightDrop how
 -- many of its in-flight jobs the writes finish. The caller then checks
 -- .ring and .wake and calls enterRing.
--- Q needs .onring, .paused, .ceilings, .inflight.
+-- Q needs .onring, .paused, .ceilings, .inflight; pendingKey locates the
+-- queue's throttled set (derived: <prefix>throttled).
 local function willJoin(Q, lane, pendingKey, depth, inflightDrop)
   if guard(Q.onring, 'SISMEMBER', Q.onring, lane) == 1 then return false end
   if depth == nil then depth = guard(pendingKey, 'ZCARD', pendingKey) end
@@ -33,6 +34,9 @@ local function willJoin(Q, lane, pendingKey, depth, inflightDrop)
     local inflight = tonumber(guard(Q.inflight, 'HGET', Q.inflight, lane)) or 0
     if inflight - inflightDrop >= ceiling then return false end
   end
+  -- a rate-limited lane waiting for its next slot (includes/rate.lua)
+  local throttled = string.sub(pendingKey, 1, -(#lane + 11)) .. 'throttled'
+  if guard(throttled, 'ZSCORE', throttled, lane) then return false end
   return true
 end
 

@@ -1,0 +1,21 @@
+--[[
+  set_max_depth: set or remove a lane's max depth (the most pending jobs it
+  may hold; an enqueue beyond it is refused). Jobs already pending stay.
+
+  KEYS[1]  maxdepth  hash   lane -> max depth
+
+  ARGV[1]  lane      the lane id (validated by the caller)
+  ARGV[2]  max_depth a positive integer, or '' to remove the lane's own
+                     (the queue's default applies again, if it has one)
+
+  Returns 1, or fails with EMQCORRUPT (nothing written) when the hash is no hash.
+]]
+-- @include "check"
+
+expectType(KEYS[1], 'hash')
+if ARGV[2] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+return 1

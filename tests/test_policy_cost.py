@@ -1,0 +1,97 @@
+"""Lane policies keep the hot paths flat: the same commands with 10 lanes as
+with 20,000 (counted with ``INFO commandstats``, as in tests/test_cost.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import redis
+
+from django_emq.engine import calls
+from django_emq.engine.queue import Queue
+
+from .test_cost import CHUNK, CYCLES, FEW, TASK, claim_complete, fill, lanes, pipelined, run_both
+
+
+def test_enqueue_with_max_depths_and_unique_keys_costs_the_same_with_20000_lanes(
+    r: redis.Redis,
+) -> None:
+    """Every lane has a max depth; half the enqueues carry unique keys, and half
+    of those are duplicates."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        pipelined(queue, (calls.set_max_depth(queue.keys, lane, 1000) for lane in names))
+        fill(queue, names, 1)
+        existing = lanes(FEW)
+
+        def work() -> None:
+            for i in range(CYCLES):
+                key = None if i % 2 else f"k{i % 8}"
+                queue.enqueue(existing[i % FEW], TASK, unique_key=key)
+
+        return work
+
+    counts = run_both(r, scenario)
+    assert counts["evalsha"] == CYCLES
+
+
+def test_finishing_unique_jobs_costs_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """The served lanes' jobs all hold unique keys; completing frees them."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        jobs = [
+            {"lane": lane, "task_path": TASK, "unique_key": f"u{k}"}
+            for k in range(max(3, CYCLES // n + 2))
+            for lane in names[:CYCLES]
+        ]
+        for i in range(0, len(jobs), CHUNK):
+            queue.enqueue_many(jobs[i : i + CHUNK])
+        fill(queue, names, 1)  # every lane has work; the served ones' oldest are unique
+        return claim_complete(queue, CYCLES)
+
+    counts = run_both(r, scenario)
+    assert counts["evalsha"] == 2 * CYCLES
+    assert counts["hdel"] >= CYCLES  # the keys were freed
+
+
+def test_rate_limited_claims_cost_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """Every lane limited (never reached while measured): each claim logs a start."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        pipelined(queue, (calls.set_rate(queue.keys, lane, (1000, 3_600_000)) for lane in names))
+        fill(queue, names, max(2, CYCLES // n + 2), served=CYCLES)
+        return claim_complete(queue, CYCLES)
+
+    counts = run_both(r, scenario)
+    assert counts["evalsha"] == 2 * CYCLES
+    assert "zadd" in counts
+    assert counts["lmove"] == CYCLES
+
+
+def test_throttling_lanes_costs_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """One start per hour: every claim throttles its lane (off the ring with an
+    RPOP, into the throttled set); the completes do not put it back."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        pipelined(queue, (calls.set_rate(queue.keys, lane, (1, 3_600_000)) for lane in names))
+        fill(queue, names, 2)
+        return claim_complete(queue, FEW)
+
+    counts = run_both(r, scenario)
+    assert counts["rpop"] == FEW
+    assert "sadd" not in counts  # no lane came back to the ring
+
+
+def test_a_queue_default_rate_costs_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """The queue's default rate, no lane's own: the same work per claim."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        queue.rate = (1000, 3_600_000)
+        fill(queue, lanes(n), max(2, CYCLES // n + 2), served=CYCLES)
+        return claim_complete(queue, CYCLES)
+
+    run_both(r, scenario)
