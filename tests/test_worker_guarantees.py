@@ -20,6 +20,7 @@ import redis
 from django.core.management import call_command
 
 from django_emq import lane_id
+from django_emq.engine.rows import parse_heartbeat
 from django_emq.worker.beat import PRUNE_AFTER_BEATS
 from tests.faults import Workers
 from tests.helpers import wait_for
@@ -166,6 +167,22 @@ def test_heartbeats_of_killed_workers_are_pruned_by_a_live_one(
         what=f"the dead ones pruned within {PRUNE_AFTER_BEATS} beats",
     )
     assert f"{socket.gethostname()}:{survivor.pid}" in beating(emq, q.keys.workers)
+
+
+def test_a_heartbeat_says_what_the_workers_page_shows(emq: redis.Redis, workers: Workers) -> None:
+    """The queues a worker serves, its concurrency, its failures and its start
+    are in its heartbeat (the admin's workers page reads them)."""
+    q = backend().queue("default")
+    w = workers.start("--concurrency", "3")
+    worker_id = f"{socket.gethostname()}:{w.pid}"
+    wait_for(lambda: worker_id in beating(emq, q.keys.workers), what="the worker beating")
+    beat = parse_heartbeat(worker_id, emq.hget(q.keys.workers, worker_id))
+    assert "default" in beat.queues
+    assert beat.concurrency == 3
+    assert beat.failed == 0
+    assert beat.started_ms is not None
+    assert beat.beat_ms is not None
+    assert beat.started_ms <= beat.beat_ms + 1_000  # the beat is on the server's clock
 
 
 def beating(r: redis.Redis, key: str) -> set[str]:

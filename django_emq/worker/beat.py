@@ -45,8 +45,12 @@ class Beat:
         health_file: Path | None,
         counts: Callable[[], tuple[int, int]],
         ticker: Callable[[], object] | None = None,
+        about: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self.shards = shards
+        #: What the heartbeat says of the worker besides its counts (queues,
+        #: concurrency, failures, start time: the admin's workers page).
+        self._about = about
         self.worker_id = worker_id
         self.lease_ms = lease_ms
         self.beat_s = beat_s
@@ -129,6 +133,7 @@ class Beat:
             running=running,
             beat_ms=int(time.time() * 1000) + self._offset_ms,
             every_ms=every_ms,
+            **(self._about() if self._about is not None else {}),
         )
         client = shard.client
         clustered = isinstance(client, RedisCluster)

@@ -150,10 +150,17 @@ class Worker:
     async def _work(self, core: Core, rotation: Rotation, parking: AsyncClient) -> None:
         p = self.plan
         shards = rotation.shards()
+        started_ms = int(time.time() * 1000)
         beat = Beat(
             shards, p.worker_id, p.lease_ms, p.beat_s, p.health_file,
             lambda: (core.counts["done"], core.executing),
             ticker=lambda: tick(self.queues, emq_settings().schedules),
+            about=lambda: {
+                "queues": tuple(q.name for q in self.queues),
+                "concurrency": p.concurrency,
+                "failed": core.counts["retry"] + core.counts["dead"],
+                "started_ms": started_ms,
+            },
         )  # fmt: skip
         claimer = Claimer(core, rotation, parking)
         logger.info(
