@@ -131,13 +131,17 @@ class Command(BaseCommand):
             )
 
     def _wait(self, backend: FairLanesBackend, sent: list[Guess], timeout: float) -> None:
-        """Wait until every guess is scored; a job that failed for good is an error."""
+        """Wait until every guess is scored and its job's outcome is recorded (a
+        worker records a short job's success with its next claim, a moment
+        after the task wrote its score); a job that failed for good is an error."""
         ids = [g.pk for g in sent]
         deadline = time.monotonic() + timeout
         reported = time.monotonic()
         while True:
             scored = Guess.objects.filter(pk__in=ids, scored_at__isnull=False).count()
-            if scored == len(ids):
+            if scored == len(ids) and all(
+                backend.get_result(guess.job_id).is_finished for guess in sent
+            ):
                 return
             if time.monotonic() - reported >= 2:
                 reported = time.monotonic()
