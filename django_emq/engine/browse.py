@@ -58,7 +58,30 @@ def _ms(value: Any) -> int | None:
     return int(value)
 
 
-def _server_ms(reply: Sequence[Any]) -> int:
+def job_row(job_id: str, raw: Sequence[Any], *, lane: str = "", deadline: Any = None) -> JobRow:
+    """A :class:`JobRow` from the values of ``ROW_FIELDS`` (one ``HMGET``);
+    ``lane`` stands in for a row that lost its own, ``deadline`` is the lease
+    deadline of an in-flight job (its score in the active set)."""
+    return JobRow(
+        job_id=job_id,
+        lane=text(raw[1] or lane),
+        state=text(raw[0] or ""),
+        task_path=text(raw[2] or ""),
+        args=text(raw[3] or ""),
+        kwargs=text(raw[4] or ""),
+        attempts=_ms(raw[5]) or 0,
+        fails=_ms(raw[6]) or 0,
+        enqueued_ms=_ms(raw[7]),
+        claimed_ms=_ms(raw[8]),
+        worker=text(raw[9] or ""),
+        finished_ms=_ms(raw[10]),
+        error=text(raw[11] or ""),
+        deadline_ms=None if deadline is None else int(deadline),
+    )
+
+
+def server_ms(reply: Sequence[Any]) -> int:
+    """Epoch ms of a ``TIME`` reply."""
     seconds, micros = reply
     return int(seconds) * 1000 + int(micros) // 1000
 
@@ -76,25 +99,10 @@ def _page(queue: Queue, key: str, lane: str, offset: int, limit: int, newest: bo
     ids = [text(i) for i in raw_ids]
     rows, deadlines = _rows(queue, ids, with_deadlines=key == queue.keys.lane_active(lane))
     jobs = [
-        JobRow(
-            job_id=job_id,
-            lane=text(row[1] or lane),
-            state=text(row[0] or ""),
-            task_path=text(row[2] or ""),
-            args=text(row[3] or ""),
-            kwargs=text(row[4] or ""),
-            attempts=_ms(row[5]) or 0,
-            fails=_ms(row[6]) or 0,
-            enqueued_ms=_ms(row[7]),
-            claimed_ms=_ms(row[8]),
-            worker=text(row[9] or ""),
-            finished_ms=_ms(row[10]),
-            error=text(row[11] or ""),
-            deadline_ms=None if deadline is None else int(deadline),
-        )
+        job_row(job_id, row, lane=lane, deadline=deadline)
         for job_id, row, deadline in zip(ids, rows, deadlines, strict=True)
     ]
-    return JobPage(jobs, int(total), _server_ms(now))
+    return JobPage(jobs, int(total), server_ms(now))
 
 
 def _rows(queue: Queue, ids: list[str], with_deadlines: bool) -> tuple[list[Any], list[Any]]:
@@ -195,7 +203,7 @@ def _overview_of(queue: Queue, ring_count: int) -> Overview:
             key=lambda b: (-(b.beat_ms or 0), b.worker_id),
         ),
         int(deepest[0][1]) if deepest else 0,
-        _server_ms(now),
+        server_ms(now),
     )
 
 

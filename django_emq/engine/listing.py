@@ -14,9 +14,9 @@ import heapq
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
-from .browse import ROW_FIELDS, JobRow
+from .browse import ROW_FIELDS, JobRow, job_row, server_ms
 from .payload import text
 from .queue import Queue
 from .rows import Row
@@ -54,33 +54,6 @@ class Listing:
     jobs: list[ListedJob]
     total: int
     server_ms: int
-
-
-def _server_ms(reply: Sequence[Any]) -> int:
-    return int(reply[0]) * 1000 + int(reply[1]) // 1000
-
-
-def _ms(value: Any) -> int | None:
-    return None if value in (None, b"", "") else int(value)
-
-
-def job_row(job_id: str, raw: Sequence[Any]) -> JobRow:
-    """A :class:`JobRow` from the values of ``ROW_FIELDS`` (one ``HMGET``)."""
-    return JobRow(
-        job_id=job_id,
-        lane=text(raw[1] or ""),
-        state=text(raw[0] or ""),
-        task_path=text(raw[2] or ""),
-        args=text(raw[3] or ""),
-        kwargs=text(raw[4] or ""),
-        attempts=_ms(raw[5]) or 0,
-        fails=_ms(raw[6]) or 0,
-        enqueued_ms=_ms(raw[7]),
-        claimed_ms=_ms(raw[8]),
-        worker=text(raw[9] or ""),
-        finished_ms=_ms(raw[10]),
-        error=text(raw[11] or ""),
-    )
 
 
 def _rows(queue: Queue, scored: Sequence[tuple[str, int]]) -> list[ListedJob]:
@@ -139,7 +112,7 @@ def jobs_in_state(queue: AnyQueue, state: State, offset: int = 0, limit: int = 5
         pipe.execute_command("TIME")
         ranked, count, clock = pipe.execute()
         total += int(count)
-        now = max(now, _server_ms(clock))
+        now = max(now, server_ms(clock))
         parts.append([(text(m), int(s), shard) for m, s in ranked])
     merged = heapq.merge(*parts, key=lambda p: p[1], reverse=_newest_first(state))
     page = list(merged) if single else list(itertools.islice(merged, offset, offset + limit))
@@ -165,7 +138,7 @@ def _next_to_run(queue: AnyQueue, limit: int) -> Listing:
         pipe.execute_command("TIME")
         head, pending, clock = pipe.execute()
         total += int(pending or 0)
-        now = max(now, _server_ms(clock))
+        now = max(now, server_ms(clock))
         lanes = [text(lane) for lane in head]
         if not lanes:
             continue
