@@ -104,13 +104,6 @@ class WorkerBeat:
     #: The worker's beat interval in ms (``None``: a record from before it was kept).
     every_ms: int | None = None
 
-    def stale(self, now_ms: int, beats: int, default_every_ms: int) -> bool:
-        """Whether this worker missed ``beats`` of its own beats by ``now_ms``
-        (an unreadable record never is: it may be another version's)."""
-        if self.beat_ms is None:
-            return False
-        return now_ms - self.beat_ms > beats * (self.every_ms or default_every_ms)
-
 
 def heartbeat(
     *,
