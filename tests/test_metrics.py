@@ -113,4 +113,5 @@ def test_the_history_of_a_busy_minute_is_small(r: redis.Redis, q: Queue) -> None
     assert sizes["minute"] < 1_000
     # Per hour's key (a run that straddles an hour's edge writes two of them).
     per_hour = max((int(r.memory_usage(key) or 0) for key in lanes), default=0)
-    assert per_hour < 100 * 1_000, "about a hundred bytes a lane an hour"
+    # About 60 bytes a lane on Valkey 9, 128 on Redis 7.0 (its hash table is larger).
+    assert per_hour < 150 * 1_000, "at most about 150 bytes a lane an hour"
