@@ -14,7 +14,16 @@ from django.utils.translation import gettext as _
 from ..results import error_parts as split_error
 from ..results import moment
 
-__all__ = ["Pager", "duration", "error_message", "moment", "split_error"]
+__all__ = ["Pager", "duration", "error_message", "moment", "short_duration", "split_error",
+           "worker_alive"]  # fmt: skip
+
+#: A worker whose last beat is older than this (ms) is shown as gone.
+ALIVE_MS = 60_000
+
+
+def worker_alive(beat_ms: int | None, server_ms: int) -> bool:
+    """Whether a worker that last beat at ``beat_ms`` (server ms) counts as alive."""
+    return bool(beat_ms) and server_ms - (beat_ms or 0) <= ALIVE_MS
 
 
 def error_message(error_class: str, traceback: str) -> str:
@@ -43,6 +52,17 @@ def duration(ms: int) -> str:
     if minutes:
         return _("%(minutes)d min %(seconds)d s") % {"minutes": minutes, "seconds": s}
     return _("%(seconds)d s") % {"seconds": s}
+
+
+def short_duration(ms: int) -> str:
+    """:func:`duration` for short things too: ``50 ms``, ``2.5 s``, then as
+    :func:`duration` from a minute on."""
+    ms = max(0, ms)
+    if ms < 1000:
+        return _("%(ms)d ms") % {"ms": ms}
+    if ms < 60_000:
+        return _("%(seconds).1f s") % {"seconds": ms / 1000}
+    return duration(ms)
 
 
 @dataclass(frozen=True, slots=True)

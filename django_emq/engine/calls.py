@@ -304,6 +304,11 @@ def due_now(k: QueueKeys, job_id: str) -> Call:
     return Call("due_now", [k.schedule, k.job(job_id)], [job_id])
 
 
+def read_job(k: QueueKeys, job_id: str, most: int) -> Call:
+    """The admin's job page: the row, the clock, the heartbeats of ``most`` of its workers."""
+    return Call("read_job", [k.job(job_id), k.workers], [most])
+
+
 # -- the doctor's calls (django_emq.engine.doctor) ------------------------------------
 
 
