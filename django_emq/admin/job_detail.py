@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy
 from ..engine.jobs import parse_progress
 from ..engine.payload import decode
 from ..engine.rows import Outcome, Row, WorkerBeat, attempt_history
-from .display import duration, error_message, moment, short_duration, split_error, worker_alive
+from .display import error_message, moment, short_duration, split_error, worker_alive
 
 #: Characters of arguments or a result shown before "show all".
 SHOWN = 2_000
@@ -167,8 +167,10 @@ def job_facts(
         "started": moment(started),
         "claimed": moment(claimed),
         "finished": moment(finished),
-        "waited": None if enqueued is None or started is None else duration(started - enqueued),
-        "ran": None if started is None else duration(end - started),
+        "waited": None
+        if enqueued is None or started is None
+        else short_duration(started - enqueued),
+        "ran": None if started is None else short_duration(end - started),
         "cancel_asked": moment(_int(row.get(Row.CANCEL))),
         "args": pretty(row.get(Row.ARGS)),
         "kwargs": pretty(row.get(Row.KWARGS)),
