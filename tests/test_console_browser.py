@@ -93,9 +93,9 @@ def test_an_operator_finds_reads_retries_and_cancels_jobs_in_a_browser(
     assert len(attempts) == 3
     backend = task_backends["default"]
     assert isinstance(backend, FairLanesBackend)
-    row = backend.queue("default").job(failing.id)
-    assert row is not None
-    kept = attempt_history(row).kept
+    job_row = backend.queue("default").job(failing.id)
+    assert job_row is not None
+    kept = attempt_history(job_row).kept
     zone = ZoneInfo(settings.TIME_ZONE)
     for attempt, shown in zip(kept, attempts, strict=True):
         assert shown.get_attribute("data-attempt") == str(attempt.number)

@@ -89,6 +89,12 @@ class JobAdmin(JobActionViews, ChartViews):
         )
 
     def _lane_url(self, queue: str, lane: str) -> str:
+        """The lane's page; empty for a name that is no lane (a row edited by
+        hand), which is shown unlinked."""
+        try:
+            validate_lane(lane)
+        except ValueError:
+            return ""
         return reverse(
             "admin:django_emq_lane_detail", args=[queue, lane], current_app=self.admin_site.name
         )

@@ -55,9 +55,14 @@ class JobPage:
 
 
 def _ms(value: Any) -> int | None:
+    """A number kept on a row; ``None`` when it is missing or no whole number
+    (a row edited by hand still lists)."""
     if value is None or value == b"" or value == "":
         return None
-    return int(value)
+    try:
+        return int(value)
+    except ValueError:
+        return None
 
 
 def job_row(job_id: str, raw: Sequence[Any], *, lane: str = "", deadline: Any = None) -> JobRow:

@@ -1,0 +1,122 @@
+"""The jobs lists, the lane page and the job page, read as a hostile operator
+would: rows edited by hand (garbage numbers, impossible times, a lane that is
+no lane, fields missing), HTML where text belongs. Every page still renders,
+escaped."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from django_emq.engine.queue import Queue
+from django_emq.engine.rows import Row
+
+from .helpers import claim_one, fill, lane
+from .test_admin import ERROR, html, make_dead, make_user, q, viewer
+from .test_admin_jobs import JOBS, job_url, listed
+
+__all__ = ["make_user", "q", "viewer"]  # fixtures used below
+
+A = lane(401)
+pytestmark = pytest.mark.django_db
+
+#: Fields a hand edit may leave in any state's row, each a separate case.
+EDITS: dict[str, dict[str, str]] = {
+    "counters garbage": {Row.ATTEMPTS: "many", Row.FAILS: "x"},
+    "times garbage": {Row.ENQUEUED: "soon", Row.CLAIMED: "1.5", Row.FINISHED: "-"},
+    "times out of range": {Row.ENQUEUED: "9" * 18, Row.CLAIMED: "9" * 40, Row.FINISHED: "-9" * 9},
+    "html everywhere": {
+        Row.TASK: "<script>x()</script>",
+        Row.WORKER: "<i>w</i>",
+        Row.ERROR: "<img src=x onerror=alert(1)>",
+        Row.ARGS: '["<b>"]',
+    },
+    "a lane that is no lane": {Row.LANE: "a/b <c>"},
+    "an empty lane": {Row.LANE: ""},
+    "a user lane that is no lane": {Row.LANE: "USR!!<>"},
+    "progress infinite": {Row.PROGRESS: '{"done": Infinity, "at": 1e30, "note": "<b>"}'},
+    "progress not a number": {Row.PROGRESS: '{"done": NaN, "at": -1, "note": null}'},
+    "progress huge note": {Row.PROGRESS: '{"done": 0.5, "at": 1, "note": "%s"}' % ("n" * 100_000)},
+}
+
+#: Where each state's jobs are listed.
+LISTS = {
+    "dead": {"state": "dead"},
+    "finished": {"state": "finished"},
+    "active": {"state": "inflight"},
+}
+
+
+def rows_in_every_state(q: Queue) -> dict[str, str]:
+    """A dead, a finished and an active job of lane A: state -> id."""
+    (dead,) = make_dead(q, A)
+    (done, active) = fill(q, A, 2)
+    claim = claim_one(q)
+    q.complete(claim.job_id, claim.token)
+    claim_one(q)
+    return {"dead": dead, "finished": done, "active": active}
+
+
+@pytest.mark.parametrize("case", sorted(EDITS))
+def test_every_list_and_job_page_renders_a_row_edited_by_hand(
+    q: Queue, viewer: Client, case: str
+) -> None:
+    jobs = rows_in_every_state(q)
+    for job in jobs.values():
+        for field, value in EDITS[case].items():
+            q.connection.hset(q.keys.job(job), field, value)
+    for state, query in LISTS.items():
+        page = html(viewer.get(JOBS, query))
+        assert jobs[state] in listed(page), (state, case)
+        assert "<script>x()</script>" not in page
+        assert "<img src=x" not in page
+        assert "<i>w</i>" not in page
+    for job in jobs.values():
+        page = html(viewer.get(job_url(job)))
+        assert "<script>x()</script>" not in page
+        assert '<b>"' not in page
+    page = html(viewer.get(f"/admin/django_emq/lane/default/{A}/"))
+    assert "<img src=x" not in page
+
+
+def test_a_row_missing_every_field_but_its_state_still_lists(q: Queue, viewer: Client) -> None:
+    jobs = rows_in_every_state(q)
+    for job in jobs.values():
+        key = q.keys.job(job)
+        state = q.connection.hget(key, Row.STATE)
+        assert state is not None
+        q.connection.delete(key)
+        q.connection.hset(key, Row.STATE, state)
+    for state, query in LISTS.items():
+        assert jobs[state] in listed(html(viewer.get(JOBS, query)))
+    for job in jobs.values():
+        html(viewer.get(job_url(job)))
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ('{"done": Infinity, "at": 1, "note": "x"}', None),
+        ('{"done": NaN, "at": 1, "note": "x"}', None),
+        ('{"done": 7, "at": 1, "note": "<b>over</b>"}', "100 %"),
+        ('{"done": -2, "at": 1, "note": null}', "0 %"),
+    ],
+)
+def test_progress_edited_by_hand_is_held_to_0_to_100_or_not_shown(
+    q: Queue, viewer: Client, raw: str, shown: str | None
+) -> None:
+    (job,) = fill(q, A, 1)
+    claim_one(q)
+    q.connection.hset(q.keys.job(job), Row.PROGRESS, raw)
+    page = html(viewer.get(job_url(job)))
+    assert ('id="emq-job-progress"' in page) == (shown is not None)
+    if shown:
+        assert shown in page
+    assert "<b>over</b>" not in page
+
+
+def test_a_huge_one_line_error_is_cut_in_the_dead_list(q: Queue, viewer: Client) -> None:
+    (dead,) = make_dead(q, A, error=ERROR.replace("boom", "x" * 200_000))
+    page = html(viewer.get(JOBS, {"state": "dead"}))
+    assert dead in listed(page)
+    assert len(page) < 100_000
