@@ -5,8 +5,12 @@ escaped."""
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from django_emq.engine.queue import Queue
 from django_emq.engine.rows import Row
@@ -41,6 +45,8 @@ EDITS: dict[str, dict[str, str]] = {
 
 #: Where each state's jobs are listed.
 LISTS = {
+    "pending": {"state": "pending"},
+    "scheduled": {"state": "scheduled"},
     "dead": {"state": "dead"},
     "finished": {"state": "finished"},
     "active": {"state": "inflight"},
@@ -48,13 +54,16 @@ LISTS = {
 
 
 def rows_in_every_state(q: Queue) -> dict[str, str]:
-    """A dead, a finished and an active job of lane A: state -> id."""
+    """A dead, a finished, an active, a pending and a scheduled job of lane A:
+    state -> id."""
     (dead,) = make_dead(q, A)
-    (done, active) = fill(q, A, 2)
+    (done, active, waiting) = fill(q, A, 3)
     claim = claim_one(q)
     q.complete(claim.job_id, claim.token)
     claim_one(q)
-    return {"dead": dead, "finished": done, "active": active}
+    later = q.enqueue(A, "tests.tasks.noop", run_after=timezone.now() + timedelta(hours=1))
+    return {"dead": dead, "finished": done, "active": active, "pending": waiting,
+            "scheduled": later.job_id}  # fmt: skip
 
 
 @pytest.mark.parametrize("case", sorted(EDITS))
@@ -113,6 +122,19 @@ def test_progress_edited_by_hand_is_held_to_0_to_100_or_not_shown(
     if shown:
         assert shown in page
     assert "<b>over</b>" not in page
+
+
+def test_an_errors_list_edited_to_hold_thousands_shows_the_latest_thousand(
+    q: Queue, viewer: Client
+) -> None:
+    (job,) = fill(q, A, 1)
+    q.cancel(job)
+    errors = json.dumps([f"error {n}" for n in range(5_000)])
+    q.connection.hset(q.keys.job(job), Row.ERRORS, errors)
+    page = html(viewer.get(job_url(job)))
+    assert page.count('<tr class="emq-failure">') == 1_000
+    assert "error 4999" in page
+    assert "error 3999<" not in page
 
 
 def test_a_huge_one_line_error_is_cut_in_the_dead_list(q: Queue, viewer: Client) -> None:

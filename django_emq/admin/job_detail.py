@@ -71,7 +71,8 @@ def failures(row: Mapping[str, str]) -> list[dict[str, Any]]:
         errors = []
     total = max(_int(row.get(Row.ERRORS_TOTAL)) or 0, len(errors))
     shown = []
-    for offset, error in enumerate(errors):
+    first = max(0, len(errors) - MOST_ATTEMPTS)  # a list edited by hand may hold any number
+    for offset, error in enumerate(errors[first:], start=first):
         error_class, traceback = split_error(str(error))
         shown.append(
             {
