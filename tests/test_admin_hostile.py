@@ -142,3 +142,14 @@ def test_a_huge_one_line_error_is_cut_in_the_dead_list(q: Queue, viewer: Client)
     page = html(viewer.get(JOBS, {"state": "dead"}))
     assert dead in listed(page)
     assert len(page) < 100_000
+
+
+def test_a_huge_traceback_is_cut_on_the_lane_page(q: Queue, viewer: Client) -> None:
+    text = "Traceback (most recent call last):\n" + "  line\n" * 50_000 + "ValueError: the end"
+    record = json.dumps({"exception_class_path": "builtins.ValueError", "traceback": text})
+    (dead,) = make_dead(q, A, error=record)
+    page = html(viewer.get(f"/admin/django_emq/lane/default/{A}/"))
+    assert len(page) < 60_000
+    assert "characters left out" in page
+    assert "ValueError: the end" in page
+    assert f'href="/admin/django_emq/job/default/{dead}/"' in page

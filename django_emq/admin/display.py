@@ -14,8 +14,11 @@ from django.utils.translation import gettext as _
 from ..results import error_parts as split_error
 from ..results import moment
 
-__all__ = ["Pager", "duration", "error_message", "moment", "short_duration", "split_error",
-           "worker_alive"]  # fmt: skip
+__all__ = ["Pager", "cut_traceback", "duration", "error_message", "moment", "short_duration",
+           "split_error", "worker_alive"]  # fmt: skip
+
+#: Characters of a traceback a page shows (a row may hold megabytes).
+TRACEBACK_SHOWN = 20_000
 
 #: A worker whose last beat is older than this (ms) is shown as gone.
 ALIVE_MS = 60_000
@@ -37,6 +40,17 @@ def error_message(error_class: str, traceback: str) -> str:
         if name and last.startswith(f"{name}: "):
             return last[len(name) + 2 :]
     return last
+
+
+def cut_traceback(traceback: str) -> str:
+    """A long traceback's head and tail (its end says what was raised), what
+    lies between left out: at most about :data:`TRACEBACK_SHOWN` characters."""
+    if len(traceback) <= TRACEBACK_SHOWN:
+        return traceback
+    head = TRACEBACK_SHOWN // 5
+    tail = TRACEBACK_SHOWN - head
+    marker = _("… %(count)d characters left out …") % {"count": len(traceback) - head - tail}
+    return f"{traceback[:head]}\n{marker}\n{traceback[-tail:]}"
 
 
 def duration(ms: int) -> str:

@@ -8,13 +8,20 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..engine.jobs import parse_progress
 from ..engine.payload import decode
 from ..engine.rows import Outcome, Row, WorkerBeat, attempt_history
-from .display import error_message, moment, short_duration, split_error, worker_alive
+from .display import (
+    TRACEBACK_SHOWN,
+    cut_traceback,
+    error_message,
+    moment,
+    short_duration,
+    split_error,
+    worker_alive,
+)
 
 #: Characters of arguments or a result shown before "show all".
 SHOWN = 2_000
@@ -40,9 +47,6 @@ def pretty(raw: str | None) -> dict[str, Any]:
         text = raw
     return {"text": text, "cut": text[:SHOWN], "long": len(text) > SHOWN}
 
-
-#: Characters of a traceback shown before "show all" (a row may hold megabytes).
-TRACEBACK_SHOWN = 20_000
 
 #: Most attempts the page lists (a row edited by hand may claim any number).
 MOST_ATTEMPTS = 1_000
@@ -82,22 +86,11 @@ def failures(row: Mapping[str, str]) -> list[dict[str, Any]]:
                 if error_class
                 else _last_line(traceback),
                 "traceback": traceback,
-                "traceback_cut": _cut(traceback),
+                "traceback_cut": cut_traceback(traceback),
                 "traceback_long": len(traceback) > TRACEBACK_SHOWN,
             }
         )
     return shown
-
-
-def _cut(traceback: str) -> str:
-    """A long traceback's head and tail (its end says what was raised), what
-    lies between left out: at most :data:`TRACEBACK_SHOWN` characters shown."""
-    if len(traceback) <= TRACEBACK_SHOWN:
-        return traceback
-    head, tail = TRACEBACK_SHOWN // 5, TRACEBACK_SHOWN - TRACEBACK_SHOWN // 5
-    left_out = len(traceback) - head - tail
-    marker = _("… %(count)d characters left out …") % {"count": left_out}
-    return f"{traceback[:head]}\n{marker}\n{traceback[-tail:]}"
 
 
 def _last_line(text: str) -> str:
