@@ -153,3 +153,22 @@ def test_a_huge_traceback_is_cut_on_the_lane_page(q: Queue, viewer: Client) -> N
     assert "characters left out" in page
     assert "ValueError: the end" in page
     assert f'href="/admin/django_emq/job/default/{dead}/"' in page
+
+
+def test_a_job_row_of_the_wrong_type_gets_the_damaged_page(q: Queue, viewer: Client) -> None:
+    (job,) = fill(q, A, 1)
+    q.connection.delete(q.keys.job(job))
+    q.connection.set(q.keys.job(job), "garbage")
+    page = viewer.get(job_url(job))
+    assert page.status_code == 503
+    assert q.keys.job(job) in page.content.decode()
+
+
+def test_a_heartbeats_key_of_the_wrong_type_leaves_the_job_page_readable(
+    q: Queue, viewer: Client
+) -> None:
+    (job,) = fill(q, A, 1)
+    claim_one(q)
+    q.connection.set(q.keys.workers, "garbage")
+    page = html(viewer.get(job_url(job)))
+    assert "running now" in page
