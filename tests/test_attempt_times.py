@@ -81,6 +81,16 @@ def test_many_successes_in_one_call_each_end_their_own_attempt(queue: Queue) -> 
     assert [history(queue, j).kept[0].outcome for j in jobs] == [Outcome.DONE] * 3
 
 
+def test_a_success_riding_with_the_next_claim_ends_its_attempt_done(queue: Queue) -> None:
+    first, second = fill(queue, A, 2)
+    claim = claim_one(queue)
+    claims, refused = queue.complete_many_then_claim([(first, claim.token, None)], LONG_LEASE)
+    assert refused == [None]
+    assert [c.job_id for c in claims] == [second]
+    assert history(queue, first).kept[0].outcome == Outcome.DONE
+    assert history(queue, second).kept[0].outcome == Outcome.RUNNING
+
+
 def test_each_failure_ends_its_attempt_with_its_failure_number(
     r: redis.Redis, queue: Queue
 ) -> None:
