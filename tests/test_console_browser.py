@@ -45,6 +45,33 @@ def shot(driver: WebDriver, name: str) -> None:
     driver.set_window_size(1400, 1100)
 
 
+#: The WCAG contrast ratio of an element's text against the first opaque
+#: background behind it.
+CONTRAST_JS = """
+const el = document.querySelector(arguments[0]);
+const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+let back = el, bg = [255, 255, 255, 0];
+while (back) {
+  const c = rgb(getComputedStyle(back).backgroundColor);
+  if (c.length === 3 || (c.length === 4 && c[3] > 0)) { bg = c; break; }
+  back = back.parentElement;
+}
+const lum = (c) => {
+  const [r, g, b] = c.slice(0, 3).map((v) => {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+};
+const a = lum(rgb(getComputedStyle(el).color)), b = lum(bg);
+return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+"""
+
+
+def contrast(driver: WebDriver, css: str) -> float:
+    return float(driver.execute_script(CONTRAST_JS, css))
+
+
 def submit(driver: WebDriver, css: str) -> None:
     old = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(By.CSS_SELECTOR, css).click()
@@ -115,6 +142,17 @@ def test_an_operator_finds_reads_retries_and_cancels_jobs_in_a_browser(
         assert "RuntimeError: boom bob" in shown.find_element(By.CSS_SELECTOR, "pre").text
     assert browser.find_element(By.ID, "emq-job-state").text.startswith("dead")
     shot(browser, "admin-job.png")
+
+    # In dark mode the attempts stay readable: text against what lies behind it.
+    browser.execute_script("localStorage.setItem('theme', 'dark')")
+    browser.refresh()
+    wait_for(browser, 'html[data-theme="dark"] #emq-job-attempts')
+    for css in (".emq-outcome", ".emq-attempt-start", "pre.emq-traceback", ".emq-error-class"):
+        ratio = contrast(browser, css)
+        assert ratio >= 4.5, f"{css}: contrast {ratio:.1f} in dark mode"
+    shot(browser, "admin-job-dark.png")
+    browser.execute_script("localStorage.setItem('theme', 'light')")
+    browser.refresh()
 
     # Retry it: back in its lane.
     submit(browser, "#emq-retry")
