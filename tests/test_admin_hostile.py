@@ -172,3 +172,24 @@ def test_a_heartbeats_key_of_the_wrong_type_leaves_the_job_page_readable(
     q.connection.set(q.keys.workers, "garbage")
     page = html(viewer.get(job_url(job)))
     assert "running now" in page
+
+
+@pytest.mark.parametrize("page", ["9" * 30, "-1", "0", "1e3", "\uff12"])
+@pytest.mark.parametrize("state", ["scheduled", "inflight", "dead", "finished"])
+def test_a_page_number_out_of_range_shows_a_page(
+    q: Queue, viewer: Client, state: str, page: str
+) -> None:
+    rows_in_every_state(q)
+    html(viewer.get(JOBS, {"state": state, "page": page}))
+
+
+@pytest.mark.parametrize("param", ["pending", "inflight", "dead"])
+def test_a_lane_page_number_out_of_range_shows_a_page(q: Queue, viewer: Client, param: str) -> None:
+    rows_in_every_state(q)
+    html(viewer.get(f"/admin/django_emq/lane/default/{A}/", {param: "9" * 30}))
+
+
+def test_a_search_of_ten_thousand_characters_finds_nothing(q: Queue, viewer: Client) -> None:
+    rows_in_every_state(q)
+    page = html(viewer.get(JOBS, {"q": "x" * 10_000}))
+    assert listed(page) == []

@@ -7,6 +7,7 @@ zone; durations and labels go through gettext so they are translatable.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from django.utils.translation import gettext as _
 
@@ -87,11 +88,17 @@ class Pager:
     total: int
     per_page: int
 
-    @staticmethod
-    def requested(raw: str | None) -> int:
-        """The page number a query parameter asks for (1 when it is not one)."""
+    #: The highest page number asked for that is read as asked (a page past
+    #: the last one is empty; a number past this one would overflow Valkey's
+    #: ranks, so it reads as this one).
+    MOST: ClassVar[int] = 1_000_000
+
+    @classmethod
+    def requested(cls, raw: str | None) -> int:
+        """The page number a query parameter asks for (1 when it is not one, at
+        most :attr:`MOST`)."""
         try:
-            return max(1, int(raw or "1"))
+            return min(cls.MOST, max(1, int(raw or "1")))
         except ValueError:
             return 1
 
