@@ -6,17 +6,20 @@ escaped."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
+import redis
 from django.test import Client
 from django.utils import timezone
 
 from django_emq.engine.queue import Queue
 from django_emq.engine.rows import Row
 
-from .helpers import claim_one, fill, lane
-from .test_admin import ERROR, html, make_dead, make_user, q, viewer
+from .helpers import claim_one, dump, fill, lane
+from .test_admin import ERROR, html, logged_in, make_dead, make_user, q, viewer
 from .test_admin_jobs import JOBS, job_url, listed
 
 __all__ = ["make_user", "q", "viewer"]  # fixtures used below
@@ -193,3 +196,29 @@ def test_a_search_of_ten_thousand_characters_finds_nothing(q: Queue, viewer: Cli
     rows_in_every_state(q)
     page = html(viewer.get(JOBS, {"q": "x" * 10_000}))
     assert listed(page) == []
+
+
+def test_the_lane_list_shows_a_page_for_a_page_number_out_of_range(
+    q: Queue, viewer: Client
+) -> None:
+    rows_in_every_state(q)
+    html(viewer.get("/admin/django_emq/lane/", {"page": "9" * 30}))
+
+
+def test_html_in_a_queue_name_or_a_search_is_escaped(q: Queue, viewer: Client) -> None:
+    assert viewer.get(JOBS, {"queue": "<b>x</b>"}).status_code == 404
+    page = html(viewer.get(JOBS, {"q": "<b>tests.</b>"}))
+    assert "<b>tests.</b>" not in page
+
+
+def test_html_in_a_lane_to_move_to_is_refused_and_escaped(
+    q: Queue, make_user: Callable[..., Any], r: redis.Redis
+) -> None:
+    manager = logged_in(make_user("mover", "manage_lanes"))
+    (job,) = fill(q, A, 1)
+    before = dump(r)
+    response = manager.post(job_url(job, "move"), {"lane": "<script>x()</script>"}, follow=True)
+    page = html(response)
+    assert "<script>x()</script>" not in page
+    assert "Nothing was changed" in page
+    assert dump(r) == before
