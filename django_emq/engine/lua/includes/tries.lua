@@ -7,7 +7,7 @@
 -- outcome: d done, f failed (n: the failure's number, the row's errors_total
 -- then, so the page finds its text in `errors`), x its lease expired (n when
 -- that made it dead), r released (handed back by its worker).
--- Python reads this in django_emq.engine.rows (parse_tries).
+-- Python reads this in django_emq.engine.rows (attempt_history).
 
 -- endTry(tries, now, outcome): `tries` with its last entry ended now with
 -- `outcome` ('d', 'f12', ...); nil when there is no running entry to end (a
