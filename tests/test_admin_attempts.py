@@ -113,6 +113,21 @@ def test_an_expired_lease_and_a_release_read_as_such(
     assert "released" in released["body"]
 
 
+def test_the_expiry_that_kills_a_job_shows_its_lease_expired_error(
+    r: redis.Redis, q: Queue, viewer: Client
+) -> None:
+    (job,) = fill(q, A, 1)
+    for _ in range(q.max_expiries):
+        claim = claim_one(q, 20)
+        sleep_past(r, claim.deadline_ms)
+        q.reap()
+    rows = attempt_rows(html(viewer.get(job_url(job))))
+    assert [row["outcome"] for row in rows] == ["expired"] * q.max_expiries
+    assert "LeaseExpired" not in rows[0]["body"]
+    assert "django_emq.exceptions.LeaseExpired" in rows[-1]["body"]
+    assert "MAX_EXPIRIES" in rows[-1]["body"]
+
+
 def test_a_running_attempt_links_its_live_worker_and_has_no_end(
     r: redis.Redis, q: Queue, viewer: Client
 ) -> None:
