@@ -145,6 +145,27 @@ def test_a_running_attempt_links_its_live_worker_and_has_no_end(
     )
 
 
+def test_a_running_attempt_whose_lease_ran_out_says_so(
+    r: redis.Redis, q: Queue, viewer: Client
+) -> None:
+    (job,) = fill(q, A, 1)
+    claim = claim_one(q, 20)
+    sleep_past(r, claim.deadline_ms)
+    (row,) = attempt_rows(html(viewer.get(job_url(job))))
+    assert row["outcome"] == "running"
+    assert "its lease ran out" in row["body"]
+    q.connection.zrem(q.keys.active, job)  # by hand: no lease at all
+    (row,) = attempt_rows(html(viewer.get(job_url(job))))
+    assert "it holds no lease" in row["body"]
+
+
+def test_a_running_attempt_within_its_lease_has_no_warning(q: Queue, viewer: Client) -> None:
+    (job,) = fill(q, A, 1)
+    claim_one(q)
+    (row,) = attempt_rows(html(viewer.get(job_url(job))))
+    assert "emq-lease-warning" not in row["body"]
+
+
 def test_a_worker_without_a_fresh_beat_is_not_linked(q: Queue, viewer: Client) -> None:
     (job,) = fill(q, A, 1)
     assert q.claim(60_000, worker_id="w:gone") is not None

@@ -8,6 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..engine.jobs import parse_progress
@@ -98,24 +99,39 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+def lease_warning(deadline_ms: int | None, server_ms: int) -> str:
+    """What is wrong with a running attempt's lease, if anything."""
+    if deadline_ms is None:
+        return _("it holds no lease: emq_doctor --repair puts the job back in its lane")
+    if deadline_ms <= server_ms:
+        return _(
+            "its lease ran out %(ago)s ago (its worker died or froze): "
+            "the next reap returns the job to its lane"
+        ) % {"ago": short_duration(server_ms - deadline_ms)}
+    return ""
+
+
 def attempts(
     row: Mapping[str, str],
-    server_ms: int,
+    view: tuple[int, int | None],
     beats: Mapping[str, WorkerBeat],
     by_number: Mapping[int, dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], int]:
     """Every attempt the row keeps, oldest first: number, worker (``live``: it
     beat lately, so the workers page lists it), start and end (aware
-    datetimes), how long it took (or has run so far), its outcome, and for a
-    failure its error from ``by_number`` (failures by number; ``None`` when
-    the row no longer keeps that text). With how many earlier attempts the row
-    no longer keeps."""
+    datetimes), how long it took (or has run so far), its outcome (for the
+    running one, a warning when its lease is over), and for a failure its
+    error from ``by_number`` (failures by number; ``None`` when the row no
+    longer keeps that text). ``view`` is the server clock and the job's lease
+    deadline. With how many earlier attempts the row no longer keeps."""
+    server_ms, deadline_ms = view
     found = attempt_history(row, MOST_ATTEMPTS)
     shown = []
     for attempt in found.kept:
         beat = beats.get(attempt.worker)
         end = attempt.end_ms
-        if end is None and attempt.outcome == Outcome.RUNNING:
+        running = attempt.outcome == Outcome.RUNNING
+        if end is None and running:
             end = server_ms
         shown.append(
             {
@@ -129,6 +145,7 @@ def attempts(
                 else short_duration(end - attempt.start_ms),
                 "outcome": attempt.outcome,
                 "label": OUTCOME_LABELS[attempt.outcome],
+                "warning": lease_warning(deadline_ms, server_ms) if running else "",
                 "failure_number": attempt.failure,
                 "failure": None if attempt.failure is None else by_number.get(attempt.failure),
             }
@@ -137,13 +154,17 @@ def attempts(
 
 
 def job_facts(
-    row: Mapping[str, str], server_ms: int, beats: Mapping[str, WorkerBeat] | None = None
+    row: Mapping[str, str],
+    server_ms: int,
+    beats: Mapping[str, WorkerBeat] | None = None,
+    deadline_ms: int | None = None,
 ) -> dict[str, Any]:
     """What the job page shows of a row (times as aware datetimes); ``beats``
-    are the heartbeats of its workers that have one."""
+    are the heartbeats of its workers that have one, ``deadline_ms`` its lease
+    deadline (``None``: it holds no lease)."""
     kept_failures = failures(row)
     by_number = {failure["number"]: failure for failure in kept_failures}
-    tries, forgotten = attempts(row, server_ms, beats or {}, by_number)
+    tries, forgotten = attempts(row, (server_ms, deadline_ms), beats or {}, by_number)
     tied = {t["failure_number"] for t in tries}
     enqueued, started = _int(row.get(Row.ENQUEUED)), _int(row.get(Row.STARTED))
     claimed, finished = _int(row.get(Row.CLAIMED)), _int(row.get(Row.FINISHED))

@@ -235,7 +235,7 @@ class JobAdmin(JobActionViews, ChartViews):
             raise Http404(
                 _("No job %(id)s: never enqueued, or its result expired.") % {"id": job_id}
             )
-        facts = job_facts(found.row, found.server_ms, found.beats)
+        facts = job_facts(found.row, found.server_ms, found.beats, found.deadline_ms)
         owner = (
             lane_links([facts["lane"]], self.admin_site).get(facts["lane"])
             if facts["lane"]

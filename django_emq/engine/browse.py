@@ -114,12 +114,14 @@ def _page(queue: Queue, key: str, lane: str, offset: int, limit: int, newest: bo
 
 @dataclass(frozen=True, slots=True)
 class JobView:
-    """One job's whole row (text), the server clock, and the heartbeats of the
-    workers its row keeps that still have one (by worker id)."""
+    """One job's whole row (text), the server clock, the heartbeats of the
+    workers its row keeps that still have one (by worker id), and its lease
+    deadline (``None`` when it holds no lease)."""
 
     row: dict[str, str]
     server_ms: int
     beats: dict[str, WorkerBeat]
+    deadline_ms: int | None = None
 
 
 #: Most distinct worker ids of one row whose heartbeats :func:`read_job` looks up.
@@ -128,8 +130,8 @@ MOST_WORKERS = 1_000
 
 def read_job(queue: Queue, job_id: str) -> JobView | None:
     """Job ``job_id`` on this shard (``None``: no such job), in one round trip
-    (one read-only script, ``read_job-2.lua``)."""
-    raw, clock, beats = queue._run(calls.read_job(queue.keys, job_id, MOST_WORKERS))
+    (one read-only script, ``read_job-3.lua``)."""
+    raw, clock, beats, deadline = queue._run(calls.read_job(queue.keys, job_id, MOST_WORKERS))
     if not raw:
         return None
     pairs = iter(raw)
@@ -139,6 +141,7 @@ def read_job(queue: Queue, job_id: str) -> JobView | None:
         row,
         server_ms(clock),
         {text(w): parse_heartbeat(text(w), rec) for w, rec in zip(found, found, strict=True)},
+        _ms(deadline),
     )
 
 
