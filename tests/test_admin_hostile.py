@@ -18,7 +18,7 @@ from django.utils import timezone
 from django_emq.engine.queue import Queue
 from django_emq.engine.rows import Row
 
-from .helpers import claim_one, dump, fill, lane
+from .helpers import claim_one, dump, fill, lane, sleep_past
 from .test_admin import ERROR, html, logged_in, make_dead, make_user, q, viewer
 from .test_admin_jobs import JOBS, job_url, listed
 
@@ -222,3 +222,15 @@ def test_html_in_a_lane_to_move_to_is_refused_and_escaped(
     assert "<script>x()</script>" not in page
     assert "Nothing was changed" in page
     assert dump(r) == before
+
+
+def test_an_expired_lease_reads_expired_in_the_in_flight_list_not_0_s_left(
+    q: Queue, viewer: Client, r: redis.Redis
+) -> None:
+    (job,) = fill(q, A, 1)
+    claim = claim_one(q, 20)
+    sleep_past(r, claim.deadline_ms)
+    page = html(viewer.get(JOBS, {"state": "inflight"}))
+    assert listed(page) == [job]
+    assert "lease expired: back to the lane at the next reap" in page
+    assert "lease left" not in page

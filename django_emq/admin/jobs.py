@@ -205,6 +205,9 @@ class JobAdmin(JobActionViews, ChartViews):
                         if job.deadline_ms is None or not page.server_ms
                         else duration(job.deadline_ms - page.server_ms)
                     ),
+                    "lease_expired": job.deadline_ms is not None
+                    and bool(page.server_ms)
+                    and job.deadline_ms <= page.server_ms,
                     "error_class": error_class,
                     "error_line": traceback.strip().splitlines()[-1] if traceback.strip() else "",
                 }
