@@ -11,6 +11,7 @@ write (``lua/includes/check.lua``) show up here as ``TYPE`` commands.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +62,10 @@ def measure(r: redis.Redis) -> list[tuple[str, int]]:
     found.append(("retry, 1 job", cost(lambda: queue.retry(job.job_id, job.token, "x"))))
     job = claimed(queue, 1)[0]
     found.append(("release, 1 job", cost(lambda: queue.release(job.job_id, job.token))))
+    short = queue.claim(1, worker_id="w:1")  # a lease of 1 ms, over by the reap
+    assert short is not None
+    time.sleep(0.01)
+    found.append(("reap, 1 job back to its lane", cost(queue.reap)))
     return found
 
 

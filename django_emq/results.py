@@ -47,11 +47,16 @@ UNKNOWN_ERROR_CLASS = "builtins.Exception"
 
 def moment(ms: str | int | None) -> datetime | None:
     """The datetime an epoch-ms value stands for (aware with ``USE_TZ``, else naive
-    in the current time zone, as Django stores datetimes), or ``None``."""
+    in the current time zone, as Django stores datetimes), or ``None``: also for
+    a value that is no whole number or lies outside the years datetime knows (a
+    row edited by hand), so one odd field never breaks a page or a result."""
     if not ms:
         return None
-    at = datetime.fromtimestamp(int(ms) / 1000, tz=UTC)
-    return at if settings.USE_TZ else timezone.make_naive(at)
+    try:
+        at = datetime.fromtimestamp(int(ms) / 1000, tz=UTC)
+        return at if settings.USE_TZ else timezone.make_naive(at)
+    except (ValueError, OverflowError, OSError):
+        return None
 
 
 # -- the task-error record ------------------------------------------------------

@@ -22,6 +22,7 @@ from django_emq.engine.ids import validate_lane
 from django_emq.engine.keys import QueueKeys
 from django_emq.engine.payload import text
 from django_emq.engine.queue import Queue
+from django_emq.engine.rows import Outcome, Row, attempt_history
 
 __all__ = ["FIXED_KEY_TYPES", "PLACE_OF_STATE", "Snapshot", "check_invariants", "text"]
 
@@ -171,11 +172,29 @@ def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
         assert int(row.get("fails", "0")) <= attempts, f"job {job_id} failed more than it ran"
         if state == "active":
             assert attempts >= 1, f"active job {job_id} has attempts {attempts}"
+        _check_tries(job_id, row, attempts)
         if state == "scheduled":
             assert snap.schedule[job_id] == int(row["due"]), f"job {job_id}: due != score"
 
     _check_unique(snap)
     return snap
+
+
+def _check_tries(job_id: str, row: dict[str, str], attempts: int) -> None:
+    """A row's attempt times (``tries``): one readable entry per claim it keeps,
+    no more than its claims; a running job's last one is open and started at
+    its claim."""
+    if not row.get(Row.TRIES):
+        return
+    entries = row[Row.TRIES].split(",")
+    assert len(entries) <= attempts, f"job {job_id}: {len(entries)} tries, {attempts} claims"
+    kept = attempt_history(row).kept
+    assert all(a.outcome != Outcome.UNKNOWN for a in kept[-len(entries) :]), (
+        f"job {job_id}: unreadable tries {row[Row.TRIES]!r}"
+    )
+    if row.get("state") == "active":
+        assert kept[-1].outcome == Outcome.RUNNING, f"job {job_id} runs, its try ended"
+        assert kept[-1].start_ms == int(row["claimed"]), f"job {job_id}: try != claim time"
 
 
 def _check_rates(snap: Snapshot) -> None:

@@ -112,8 +112,9 @@ def test_the_job_page_shows_everything_about_a_job(q: Queue, viewer: Client) -> 
     assert "&lt;b&gt;x&lt;/b&gt;" in page
     assert "<b>x</b>" not in page, "arguments are escaped"
     assert "Show all" in page, "long arguments are cut"
-    assert page.count('class="emq-attempt"') == 3
-    assert page.count('class="emq-failure"') == 2
+    assert page.count('<tr class="emq-attempt ') == 3
+    assert page.count('class="emq-error"') == 2, "each failed attempt shows its error"
+    assert 'class="emq-failure"' not in page, "no failure apart from its attempt"
     assert "boom 0" in page
     assert "boom 1" in page
     assert "a quarter" in page

@@ -131,9 +131,19 @@ def test_an_error_text_with_a_lone_surrogate_is_kept_readable(queue: Queue) -> N
     assert queue.job(job_id)[Row.ERROR] == "bad ? text"  # type: ignore[index]
 
 
+#: Most bytes one ``tries`` entry takes: a start (13 digits), then its length
+#: in ms, an outcome letter and a failure number (as many digits as the
+#: row's own ``errors_total``): bounded, not growing with the claims.
+TRY_BYTES = 13 + 1 + 9 + 1 + 9 + 1
+
+
 def row_size(r: redis.Redis, queue: Queue, job_id: str) -> int:
     key = queue.keys.job(job_id)
     return sum(int(r.hstrlen(key, f)) for f in (Row.WORKERS, Row.ERRORS))
+
+
+def tries_size(r: redis.Redis, queue: Queue, job_id: str) -> int:
+    return int(r.hstrlen(queue.keys.job(job_id), Row.TRIES))
 
 
 def test_a_row_stays_the_same_size_over_thousands_of_claims(r: redis.Redis) -> None:
@@ -147,9 +157,11 @@ def test_a_row_stays_the_same_size_over_thousands_of_claims(r: redis.Redis) -> N
         if cycle in (10, 2000):
             sizes.append(row_size(r, queue, "one"))
     assert sizes[0] == sizes[1]
+    assert tries_size(r, queue, "one") <= 4 * TRY_BYTES
     row = queue.job("one")
     assert row is not None
     assert row[Row.WORKERS] == "w:01997,w:01998,w:01999,w:02000"
+    assert len(row[Row.TRIES].split(",")) == 4
     assert row[Row.ATTEMPTS] == "2000"
     check_invariants(queue)
 
@@ -166,10 +178,12 @@ def test_a_row_stays_the_same_size_over_thousands_of_failures(r: redis.Redis) ->
             sizes.append(row_size(r, queue, "one"))
         assert queue.retry_dead(["one"]) == 1
     assert sizes[0] == sizes[1]
+    assert tries_size(r, queue, "one") <= 3 * TRY_BYTES
     row = queue.job("one")
     assert row is not None
     assert row[Row.ERRORS] == '["failure 0998","failure 0999","failure 1000"]'
     assert row[Row.ERRORS_TOTAL] == "1000"
+    assert [t.rpartition("f")[2] for t in row[Row.TRIES].split(",")] == ["998", "999", "1000"]
     check_invariants(queue)
 
 

@@ -1,24 +1,30 @@
 """The operator's console in a real browser (Debian's headless Chromium, as in
 ``test_admin_browser``): a flood and a failing task run by a worker; the
-operator finds the dead job from the queue's row, reads its three
-tracebacks, retries it, cancels a pending job, and sees the chart gain a
+operator finds the dead job from the queue's row, reads its three attempts'
+times and tracebacks, retries it, cancels a pending job, and sees the chart gain a
 point. Screenshots of the pages land in ``test-artifacts/`` (git-ignored), so
 a test run never changes the tree; copy one into ``docs/img/`` to refresh the
 docs' pictures."""
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.tasks import task_backends
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
 
 from django_emq import enqueue_for
+from django_emq.backend import FairLanesBackend
+from django_emq.engine.rows import attempt_history
 
 from . import tasks
 from .factories import make_user
@@ -37,6 +43,33 @@ def shot(driver: WebDriver, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     driver.save_screenshot(str(ARTIFACTS / name))
     driver.set_window_size(1400, 1100)
+
+
+#: The WCAG contrast ratio of an element's text against the first opaque
+#: background behind it.
+CONTRAST_JS = """
+const el = document.querySelector(arguments[0]);
+const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+let back = el, bg = [255, 255, 255, 0];
+while (back) {
+  const c = rgb(getComputedStyle(back).backgroundColor);
+  if (c.length === 3 || (c.length === 4 && c[3] > 0)) { bg = c; break; }
+  back = back.parentElement;
+}
+const lum = (c) => {
+  const [r, g, b] = c.slice(0, 3).map((v) => {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+};
+const a = lum(rgb(getComputedStyle(el).color)), b = lum(bg);
+return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+"""
+
+
+def contrast(driver: WebDriver, css: str) -> float:
+    return float(driver.execute_script(CONTRAST_JS, css))
 
 
 def submit(driver: WebDriver, css: str) -> None:
@@ -80,16 +113,46 @@ def test_an_operator_finds_reads_retries_and_cancels_jobs_in_a_browser(
     shot(browser, "admin-jobs-dead.png")
     row.find_element(By.CSS_SELECTOR, "td.emq-id a").click()
 
-    # Its page: three failures, each with its traceback.
-    wait_for(browser, "#emq-job-failures")
-    failures = browser.find_elements(By.CSS_SELECTOR, "tr.emq-failure")
-    assert len(failures) == 3
-    for failure in failures:
-        if failure.find_element(By.TAG_NAME, "details").get_attribute("open") is None:
-            failure.find_element(By.TAG_NAME, "summary").click()  # the latest is open
-        assert "RuntimeError: boom bob" in failure.find_element(By.CSS_SELECTOR, "pre").text
+    # Its page: three attempts, each with its worker, start and end (seconds,
+    # in the site's time zone), how long it took, and its traceback.
+    wait_for(browser, "#emq-job-attempts")
+    attempts = browser.find_elements(By.CSS_SELECTOR, "tr.emq-attempt")
+    assert len(attempts) == 3
+    backend = task_backends["default"]
+    assert isinstance(backend, FairLanesBackend)
+    job_row = backend.queue("default").job(failing.id)
+    assert job_row is not None
+    kept = attempt_history(job_row).kept
+    zone = ZoneInfo(settings.TIME_ZONE)
+    for attempt, shown in zip(kept, attempts, strict=True):
+        assert shown.get_attribute("data-attempt") == str(attempt.number)
+        assert "emq-outcome-failed" in str(shown.get_attribute("class"))
+        assert shown.find_element(By.CSS_SELECTOR, ".emq-attempt-worker").text == attempt.worker
+        for css, ms in (
+            (".emq-attempt-start", attempt.start_ms),
+            (".emq-attempt-end", attempt.end_ms),
+        ):
+            assert ms is not None
+            at = datetime.fromtimestamp(ms / 1000, zone).strftime("%Y-%m-%d %H:%M:%S")
+            assert shown.find_element(By.CSS_SELECTOR, css).text == at
+        took = shown.find_element(By.CSS_SELECTOR, ".emq-attempt-took").text
+        assert re.fullmatch(r"\d+ ms|\d+\.\d s", took), took
+        if shown.find_element(By.TAG_NAME, "details").get_attribute("open") is None:
+            shown.find_element(By.TAG_NAME, "summary").click()  # the latest is open
+        assert "RuntimeError: boom bob" in shown.find_element(By.CSS_SELECTOR, "pre").text
     assert browser.find_element(By.ID, "emq-job-state").text.startswith("dead")
     shot(browser, "admin-job.png")
+
+    # In dark mode the attempts stay readable: text against what lies behind it.
+    browser.execute_script("localStorage.setItem('theme', 'dark')")
+    browser.refresh()
+    wait_for(browser, 'html[data-theme="dark"] #emq-job-attempts')
+    for css in (".emq-outcome", ".emq-attempt-start", "pre.emq-traceback", ".emq-error-class"):
+        ratio = contrast(browser, css)
+        assert ratio >= 4.5, f"{css}: contrast {ratio:.1f} in dark mode"
+    shot(browser, "admin-job-dark.png")
+    browser.execute_script("localStorage.setItem('theme', 'light')")
+    browser.refresh()
 
     # Retry it: back in its lane.
     submit(browser, "#emq-retry")
@@ -106,7 +169,8 @@ def test_an_operator_finds_reads_retries_and_cancels_jobs_in_a_browser(
     # The chart has gained a point.
     browser.get(base + "job/charts/default/")
     charts = wait_for(browser, ".emq-charts")
-    assert charts.get_attribute("data-points") == "1"
+    # one point per minute that saw jobs: two when the run crossed a minute
+    assert charts.get_attribute("data-points") in ("1", "2")
     dots = browser.find_elements(By.CSS_SELECTOR, "circle.emq-dot")
     assert dots
     assert all(dot.is_displayed() for dot in dots[:3])

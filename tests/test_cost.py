@@ -290,5 +290,7 @@ def test_a_turn_without_weights_or_ceilings_costs_nine_commands(
     assert counts["hlen"] == 3  # weights, ceilings, rates
     assert counts["time"] == 1
     # (+5: the checks before the first write, check.lua; +2: the history's TTLs;
-    # +1: the rates' HLEN, lua/includes/rate.lua)
+    # +1: the rates' HLEN, lua/includes/rate.lua). The attempt's start (the
+    # row's `tries`, lua/includes/tries.lua) rides the row's one HMGET and HSET:
+    # no command of its own.
     assert sum(counts.values()) - counts["evalsha"] == 16 * 9 + 5 + 5 + 2 + 1

@@ -567,6 +567,25 @@ def test_the_admin_shows_and_acts_on_a_sharded_queue(
     assert sharded.totals().ring == 2
 
 
+@pytest.mark.django_db
+def test_the_job_page_of_a_sharded_queue_lists_the_attempts_of_the_jobs_shard(
+    sharded: ShardedQueue, django_user_model: Any
+) -> None:
+    user = django_user_model.objects.create_superuser("boss", "boss@example.com", None)
+    client = Client()
+    client.force_login(user)
+    lane = lanes_on(2, 1)[0]
+    (job,) = fill(sharded, lane, 1)
+    for _ in range(2):
+        claims = sharded.claim(60_000, worker_id="w:1")
+        assert claims is not None
+        sharded.retry(job, claims[0].token, "boom")
+    page = client.get(f"/admin/django_emq/job/default/{job}/")
+    assert page.status_code == 200
+    assert [a["outcome"] for a in page.context["job"]["attempts"]] == ["failed", "failed"]
+    assert all(a["started"] and a["ended"] for a in page.context["job"]["attempts"])
+
+
 def test_complete_many_refuses_more_than_a_batch_across_shards(sq: ShardedQueue) -> None:
     from django_emq.engine.queue import MAX_BATCH
 

@@ -21,6 +21,7 @@ from django.tasks.signals import task_finished, task_started
 
 from django_emq import enqueue_for, lane_id
 from django_emq.backend import FairLanesBackend
+from django_emq.engine.rows import Outcome, attempt_history
 from tests import tasks
 from tests.helpers import wait_for
 
@@ -264,6 +265,7 @@ def test_sigterm_past_the_grace_releases_the_job_to_its_lane_head(
     row = q.job(job.job_id)
     assert row is not None
     assert row["state"] == "pending"
+    assert [a.outcome for a in attempt_history(row).kept] == [Outcome.RELEASED]
     claims = q.claim(1000)
     assert claims is not None
     assert claims[0].job_id == job.job_id
@@ -288,6 +290,9 @@ def test_kill_9_mid_job_is_run_by_another_worker_after_the_lease(
     assert row is not None
     assert row["state"] == "done"
     assert row["attempts"] == "2"
+    killed, rerun = attempt_history(row).kept
+    assert (killed.outcome, rerun.outcome) == (Outcome.EXPIRED, Outcome.DONE)
+    assert killed.worker != rerun.worker
 
 
 def test_health_file_is_touched_every_beat(emq: redis.Redis, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ zone; durations and labels go through gettext so they are translatable.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from django.utils.translation import gettext as _
 
@@ -14,7 +15,19 @@ from django.utils.translation import gettext as _
 from ..results import error_parts as split_error
 from ..results import moment
 
-__all__ = ["Pager", "duration", "error_message", "moment", "split_error"]
+__all__ = ["Pager", "cut_traceback", "duration", "error_message", "moment", "short_duration",
+           "split_error", "worker_alive"]  # fmt: skip
+
+#: Characters of a traceback a page shows (a row may hold megabytes).
+TRACEBACK_SHOWN = 20_000
+
+#: A worker whose last beat is older than this (ms) is shown as gone.
+ALIVE_MS = 60_000
+
+
+def worker_alive(beat_ms: int | None, server_ms: int) -> bool:
+    """Whether a worker that last beat at ``beat_ms`` (server ms) counts as alive."""
+    return bool(beat_ms) and server_ms - (beat_ms or 0) <= ALIVE_MS
 
 
 def error_message(error_class: str, traceback: str) -> str:
@@ -28,6 +41,17 @@ def error_message(error_class: str, traceback: str) -> str:
         if name and last.startswith(f"{name}: "):
             return last[len(name) + 2 :]
     return last
+
+
+def cut_traceback(traceback: str) -> str:
+    """A long traceback's head and tail (its end says what was raised), what
+    lies between left out: at most about :data:`TRACEBACK_SHOWN` characters."""
+    if len(traceback) <= TRACEBACK_SHOWN:
+        return traceback
+    head = TRACEBACK_SHOWN // 5
+    tail = TRACEBACK_SHOWN - head
+    marker = _("… %(count)d characters left out …") % {"count": len(traceback) - head - tail}
+    return f"{traceback[:head]}\n{marker}\n{traceback[-tail:]}"
 
 
 def duration(ms: int) -> str:
@@ -45,6 +69,17 @@ def duration(ms: int) -> str:
     return _("%(seconds)d s") % {"seconds": s}
 
 
+def short_duration(ms: int) -> str:
+    """:func:`duration` for short things too: ``50 ms``, ``2.5 s``, then as
+    :func:`duration` from a minute on."""
+    ms = max(0, ms)
+    if ms < 1000:
+        return _("%(ms)d ms") % {"ms": ms}
+    if ms < 60_000:
+        return _("%(seconds).1f s") % {"seconds": ms / 1000}
+    return duration(ms)
+
+
 @dataclass(frozen=True, slots=True)
 class Pager:
     """Page ``number`` (1-based) of ``total`` items, ``per_page`` a page."""
@@ -53,11 +88,17 @@ class Pager:
     total: int
     per_page: int
 
-    @staticmethod
-    def requested(raw: str | None) -> int:
-        """The page number a query parameter asks for (1 when it is not one)."""
+    #: The highest page number asked for that is read as asked (a page past
+    #: the last one is empty; a number past this one would overflow Valkey's
+    #: ranks, so it reads as this one).
+    MOST: ClassVar[int] = 1_000_000
+
+    @classmethod
+    def requested(cls, raw: str | None) -> int:
+        """The page number a query parameter asks for (1 when it is not one, at
+        most :attr:`MOST`)."""
         try:
-            return max(1, int(raw or "1"))
+            return min(cls.MOST, max(1, int(raw or "1")))
         except ValueError:
             return 1
 

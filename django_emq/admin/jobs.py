@@ -22,12 +22,11 @@ from django.utils.translation import gettext_lazy
 
 from ..engine import browse, listing
 from ..engine.ids import validate_job_id, validate_lane
-from ..engine.payload import text
 from ..engine.shards import AnyQueue
 from ..exceptions import JobNotFound
 from ..models import Job
 from .charts import ChartViews
-from .display import Pager, duration, moment, split_error
+from .display import Pager, duration, moment, split_error, worker_alive
 from .job_actions import JobActionViews
 from .job_detail import job_facts
 from .lookup import configured_queues, lane_links, user_lanes
@@ -90,6 +89,12 @@ class JobAdmin(JobActionViews, ChartViews):
         )
 
     def _lane_url(self, queue: str, lane: str) -> str:
+        """The lane's page; empty for a name that is no lane (a row edited by
+        hand), which is shown unlinked."""
+        try:
+            validate_lane(lane)
+        except ValueError:
+            return ""
         return reverse(
             "admin:django_emq_lane_detail", args=[queue, lane], current_app=self.admin_site.name
         )
@@ -200,6 +205,9 @@ class JobAdmin(JobActionViews, ChartViews):
                         if job.deadline_ms is None or not page.server_ms
                         else duration(job.deadline_ms - page.server_ms)
                     ),
+                    "lease_expired": job.deadline_ms is not None
+                    and bool(page.server_ms)
+                    and job.deadline_ms <= page.server_ms,
                     "error_class": error_class,
                     "error_line": traceback.strip().splitlines()[-1] if traceback.strip() else "",
                 }
@@ -225,16 +233,12 @@ class JobAdmin(JobActionViews, ChartViews):
             shard = queue.shard_for_job(validate_job_id(job_id))
         except (ValueError, JobNotFound):
             raise Http404(_("No job %(id)s.") % {"id": job_id[:40]}) from None
-        pipe = shard.connection.pipeline(transaction=False)
-        pipe.hgetall(shard.keys.job(job_id))
-        pipe.execute_command("TIME")
-        raw, clock = pipe.execute()
-        if not raw:
+        found = browse.read_job(shard, job_id)  # one round trip
+        if found is None:
             raise Http404(
                 _("No job %(id)s: never enqueued, or its result expired.") % {"id": job_id}
             )
-        row = {text(k): text(v) for k, v in raw.items()}
-        facts = job_facts(row, int(clock[0]) * 1000 + int(clock[1]) // 1000)
+        facts = job_facts(found.row, found.server_ms, found.beats, found.deadline_ms)
         owner = (
             lane_links([facts["lane"]], self.admin_site).get(facts["lane"])
             if facts["lane"]
@@ -249,6 +253,7 @@ class JobAdmin(JobActionViews, ChartViews):
             job=facts,
             owner=owner,
             lane_url=self._lane_url(queue.name, facts["lane"]) if facts["lane"] else "",
+            worker_anchor=f"worker-{queue.name}-",
             list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
             action_urls={  # run-now -> run_now: templates cannot look up dashes
                 name.replace("-", "_"): self._url("action", queue.name, job_id, name)
@@ -285,8 +290,7 @@ class JobAdmin(JobActionViews, ChartViews):
                             "beat": beat,
                             "last_beat": moment(beat.beat_ms),
                             "ago": duration(view.server_ms - (beat.beat_ms or 0)),
-                            "alive": bool(beat.beat_ms)
-                            and view.server_ms - (beat.beat_ms or 0) <= 60_000,
+                            "alive": worker_alive(beat.beat_ms, view.server_ms),
                             "jobs": by_worker.get(beat.worker_id, []),
                             "uptime": (
                                 None

@@ -32,7 +32,15 @@ from ..models import Lane
 from ..schedules import describe
 from .action_views import ActionViews
 from .actions import ACTIONS
-from .display import Pager, duration, error_message, moment, split_error
+from .display import (
+    TRACEBACK_SHOWN,
+    Pager,
+    cut_traceback,
+    duration,
+    error_message,
+    moment,
+    split_error,
+)
 from .lookup import configured_queues, lane_owners, user_lanes
 
 if TYPE_CHECKING:
@@ -282,7 +290,8 @@ class LaneAdmin(ActionViews):
                     "finished": moment(job.finished_ms),
                     "error_class": error_class,
                     "error_line": error_message(error_class, traceback),
-                    "traceback": traceback,
+                    "traceback": cut_traceback(traceback),
+                    "traceback_cut": len(traceback) > TRACEBACK_SHOWN,
                 }
             )
         urls = {}

@@ -29,7 +29,10 @@ def lane_owners(lanes: Sequence[str]) -> dict[str, str]:
     for lane in lanes:
         if lane[:3] != brand:
             continue
-        number = unbase62(lane[3:])
+        try:
+            number = unbase62(lane[3:])
+        except ValueError:  # no lane (a row edited by hand): no owner
+            continue
         if not uuid_pk:
             pks[number] = lane
         elif number < 1 << 128:

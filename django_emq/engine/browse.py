@@ -1,5 +1,6 @@
-"""Bounded reads for operators (the admin): one lane's jobs page by page, the
-head of the ring, each lane's oldest job, the workers' heartbeats.
+"""Bounded reads for operators (the admin): one lane's jobs page by page, one
+job with the heartbeats of its workers, the head of the ring, each lane's
+oldest job, the workers' heartbeats.
 
 Every call costs a fixed number of round trips (at most two) whatever the
 number of lanes: lanes are read from their own keys (``g:<lane>:pending``,
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import calls
 from .ids import validate_lane
 from .payload import text
 from .queue import Queue
@@ -53,9 +55,14 @@ class JobPage:
 
 
 def _ms(value: Any) -> int | None:
+    """A number kept on a row; ``None`` when it is missing or no whole number
+    (a row edited by hand still lists)."""
     if value is None or value == b"" or value == "":
         return None
-    return int(value)
+    try:
+        return int(value)
+    except ValueError:
+        return None
 
 
 def job_row(job_id: str, raw: Sequence[Any], *, lane: str = "", deadline: Any = None) -> JobRow:
@@ -103,6 +110,39 @@ def _page(queue: Queue, key: str, lane: str, offset: int, limit: int, newest: bo
         for job_id, row, deadline in zip(ids, rows, deadlines, strict=True)
     ]
     return JobPage(jobs, int(total), server_ms(now))
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """One job's whole row (text), the server clock, the heartbeats of the
+    workers its row keeps that still have one (by worker id), and its lease
+    deadline (``None`` when it holds no lease)."""
+
+    row: dict[str, str]
+    server_ms: int
+    beats: dict[str, WorkerBeat]
+    deadline_ms: int | None = None
+
+
+#: Most distinct worker ids of one row whose heartbeats :func:`read_job` looks up.
+MOST_WORKERS = 1_000
+
+
+def read_job(queue: Queue, job_id: str) -> JobView | None:
+    """Job ``job_id`` on this shard (``None``: no such job), in one round trip
+    (one read-only script, ``read_job-3.lua``)."""
+    raw, clock, beats, deadline = queue._run(calls.read_job(queue.keys, job_id, MOST_WORKERS))
+    if not raw:
+        return None
+    pairs = iter(raw)
+    row = {text(field): text(value) for field, value in zip(pairs, pairs, strict=True)}
+    found = iter(beats)
+    return JobView(
+        row,
+        server_ms(clock),
+        {text(w): parse_heartbeat(text(w), rec) for w, rec in zip(found, found, strict=True)},
+        _ms(deadline),
+    )
 
 
 def _rows(queue: Queue, ids: list[str], with_deadlines: bool) -> tuple[list[Any], list[Any]]:

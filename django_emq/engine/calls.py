@@ -304,6 +304,12 @@ def due_now(k: QueueKeys, job_id: str) -> Call:
     return Call("due_now", [k.schedule, k.job(job_id)], [job_id])
 
 
+def read_job(k: QueueKeys, job_id: str, most: int) -> Call:
+    """The admin's job page: the row, the clock, the heartbeats of ``most`` of
+    its workers, its lease deadline."""
+    return Call("read_job", [k.job(job_id), k.workers, k.active], [job_id, most])
+
+
 # -- the doctor's calls (django_emq.engine.doctor) ------------------------------------
 
 

@@ -39,14 +39,20 @@ class Progress:
 
 
 def parse_progress(raw: Any) -> Progress | None:
-    """The ``progress`` field of a row, or ``None`` when unset or unreadable."""
+    """The ``progress`` field of a row, or ``None`` when unset or unreadable (a
+    row edited by hand: ``done`` that is no finite number); ``done`` is held to
+    0..1."""
     if raw is None or raw == "":
         return None
     try:
         data = json.loads(text(raw))
         note = data.get("note", "")
-        return Progress(float(data["done"]), "" if note is None else str(note), int(data["at"]))
-    except (ValueError, KeyError, TypeError, AttributeError):
+        done = float(data["done"])
+        if not math.isfinite(done):
+            return None
+        return Progress(min(1.0, max(0.0, done)), "" if note is None else str(note),
+                        int(data["at"]))  # fmt: skip
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
         return None
 
 

@@ -1,5 +1,6 @@
 """The one owner of two formats the engine stores: the job row's field names
-and the worker heartbeat record.
+(and how its packed fields read: ``workers``, ``tries``) and the worker
+heartbeat record.
 
 A job row (``emq:{q}:job:<id>``, a hash) is written by the Lua scripts and
 read by Python; the names below are the only place Python spells them. The row
@@ -14,6 +15,8 @@ worker's beat writes and the admin reads back (:func:`heartbeat` and
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -39,6 +42,9 @@ class Row:
     #: The latest claimers' ids, comma-separated (at most ``Queue.history``;
     #: ``attempts`` counts every claim).
     WORKERS: Final = "workers"
+    #: The latest attempts' start, end and outcome (at most ``Queue.history``,
+    #: like ``workers``; see :func:`attempt_history` and ``lua/includes/tries.lua``).
+    TRIES: Final = "tries"
     FINISHED: Final = "finished"
     RESULT: Final = "result"
     ERROR: Final = "error"
@@ -64,6 +70,92 @@ def worker_ids(workers: str, attempts: int) -> list[str]:
     ``TaskResult.attempts``)."""
     kept = [w for w in workers.split(",") if w]
     return [FORGOTTEN_WORKER] * max(0, attempts - len(kept)) + kept
+
+
+class Outcome:
+    """How an attempt ended, as :func:`attempt_history` reads it."""
+
+    RUNNING: Final = "running"
+    DONE: Final = "done"
+    FAILED: Final = "failed"
+    EXPIRED: Final = "expired"
+    RELEASED: Final = "released"
+    #: Over, but nothing recorded its end (the doctor put the job back, a row
+    #: edited by hand): only its start is known.
+    UNRECORDED: Final = "unrecorded"
+    #: No times kept for it (a claim from before ``tries`` was kept, an entry
+    #: edited into something unreadable): only its worker is known.
+    UNKNOWN: Final = "unknown"
+
+
+_OUTCOMES: Final = {"d": Outcome.DONE, "f": Outcome.FAILED, "x": Outcome.EXPIRED,
+                    "r": Outcome.RELEASED}  # fmt: skip
+_TRY: Final = re.compile(r"(\d{1,15})(?:\+(\d{1,15})([dfxr])(\d{0,15}))?")
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One claim of a job: its number (1 = the first), the worker that took it
+    (:data:`FORGOTTEN_WORKER` when the row no longer keeps it), when it started
+    and ended (server ms, ``None`` when not known), how it ended
+    (:class:`Outcome`) and, for a failure or a lease expiry that made the job
+    dead, the failure's number among the job's failures (``errors_total``
+    then: the failures the row keeps are numbered the same way)."""
+
+    number: int
+    worker: str
+    start_ms: int | None
+    end_ms: int | None
+    outcome: str
+    failure: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptHistory:
+    """The attempts a row keeps, oldest first, and how many earlier ones it no
+    longer keeps (``EMQ["HISTORY"]`` bounds the row)."""
+
+    kept: tuple[Attempt, ...]
+    forgotten: int
+
+
+def _try(number: int, worker: str, entry: str | None, running: bool) -> Attempt:
+    """One ``tries`` entry read (``None``: no entry for this claim)."""
+    found = _TRY.fullmatch(entry) if entry is not None else None
+    if found is None:
+        return Attempt(number, worker, None, None, Outcome.UNKNOWN)
+    start, took, code, failure = found.groups()
+    if took is None:
+        return Attempt(number, worker, int(start), None,
+                       Outcome.RUNNING if running else Outcome.UNRECORDED)  # fmt: skip
+    return Attempt(number, worker, int(start), int(start) + int(took), _OUTCOMES[code],
+                   int(failure) if failure else None)  # fmt: skip
+
+
+def attempt_history(row: Mapping[str, str], most: int = 1_000) -> AttemptHistory:
+    """Every attempt a job row keeps (at most ``most`` of the latest), from its
+    ``attempts``, ``workers``, ``tries`` and ``state``.
+
+    ``workers`` and ``tries`` each keep one entry per claim, the latest last,
+    so they line up from their ends; a claim one of them no longer keeps (a row
+    from before ``tries`` existed) has that part unknown. Anything unreadable
+    (a row edited by hand) reads as unknown rather than failing.
+    """
+    workers = [w for w in row.get(Row.WORKERS, "").split(",") if w]
+    tries = [t for t in row.get(Row.TRIES, "").split(",") if t]
+    try:
+        claims = max(0, int(row.get(Row.ATTEMPTS) or 0))
+    except ValueError:
+        claims = 0
+    claims = max(claims, len(workers), len(tries))
+    kept = min(claims, max(len(workers), len(tries)), most)
+    running = row.get(Row.STATE) == "active"
+    attempts = []
+    for back in range(kept, 0, -1):  # back = 1: the latest claim
+        worker = workers[-back] if back <= len(workers) else FORGOTTEN_WORKER
+        entry = tries[-back] if back <= len(tries) else None
+        attempts.append(_try(claims - back + 1, worker, entry, running and back == 1))
+    return AttemptHistory(tuple(attempts), claims - kept)
 
 
 #: Fields of a job row a listing shows.

@@ -30,8 +30,9 @@
   ARGV[3]  max_expiries  a job whose lease expired this many times is dead
   ARGV[4]  keep      how many of the latest errors a dead job's row keeps
 
-  Every key, the expired jobs' rows and their lanes' keys included, is
-  checked before the first write (check.lua).
+  The attempt ends 'x' in `tries` ('x<n>' when it made the job dead with
+  failure n; includes/tries.lua). Every key, the expired jobs' rows and their
+  lanes' keys included, is checked before the first write (check.lua).
 
   Returns the ids of the jobs whose lease expired (returned to their lanes,
   or dead).
@@ -43,6 +44,7 @@
 -- @include "return_to_lane"
 -- @include "policies"
 -- @include "history"
+-- @include "tries"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -59,7 +61,8 @@ local expired = redis.call('ZRANGEBYSCORE', Q.active, '-inf', now, 'LIMIT', 0, t
 local jobs, checked = {}, {}
 for _, id in ipairs(expired) do
   local jk = jobKey(prefix, id)
-  local row = guard(jk, 'HMGET', jk, 'group', 'worker', 'expiries', 'errors', 'errors_total', 'seq')
+  local row = guard(jk, 'HMGET', jk, 'group', 'worker', 'expiries', 'errors', 'errors_total', 'seq',
+    'tries')
   if row[1] and not checked[row[1]] then
     checkLane(prefix, row[1])
     checked[row[1]] = true
@@ -76,8 +79,8 @@ local function bury(id, jk, lane, expiries, row)
     traceback = 'the lease expired ' .. expiries .. ' times (EMQ MAX_EXPIRIES): the worker '
       .. 'running it died or froze every time (last: ' .. (row[2] or '?') .. ')'})
   local errors, total = withError(row[4], row[5], error, keep)
-  redis.call('HSET', jk, 'state', 'dead', 'error', error, 'errors', errors,
-    'errors_total', total, 'finished', now, 'expiries', expiries)
+  redis.call('HSET', jk, unpack(withTry({'state', 'dead', 'error', error, 'errors', errors,
+    'errors_total', total, 'finished', now, 'expiries', expiries}, row[7], now, 'x' .. total)))
   redis.call('ZADD', Q.dead, now, id)
   redis.call('ZADD', laneDeadKey(prefix, lane), now, id)
   addCount(Q.stats, 'dead', 1, 1)
@@ -94,8 +97,8 @@ for _, job in ipairs(jobs) do
     if expiries >= maxExpiries then
       bury(id, jk, lane, expiries, row)
     else
-      redis.call('HSET', jk, 'expiries', expiries)
-      returnToLane(Q, prefix, id, lane, jk, row[6])
+      returnToLane(Q, prefix, id, lane, jk, row[6],
+        withTry({'expiries', expiries}, row[7], now, 'x'))
     end
   else
     -- The row is gone (deleted by hand): nothing to return; forget the lease.

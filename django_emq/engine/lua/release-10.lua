@@ -20,7 +20,8 @@
   ARGV[2]  id        the job id
   ARGV[3]  token     the attempt number the claim returned
 
-  Every key is checked before the first write (check.lua).
+  The attempt ends 'r' in `tries` (includes/tries.lua). Every key is checked
+  before the first write (check.lua).
 
   Returns 1, or -1 (no such job) / -2 (stale token); nothing changes then.
 ]]
@@ -28,15 +29,18 @@
 -- @include "counter"
 -- @include "fence"
 -- @include "return_to_lane"
+-- @include "now_ms"
+-- @include "tries"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
   wake = KEYS[9]}
 local jk, prefix = KEYS[10], ARGV[1]
-local lane = fence(jk, ARGV[3])
+local lane, tries = fence(jk, ARGV[3])
 if type(lane) == 'number' then return lane end
 checkQ(Q)
 checkLane(prefix, lane)
-returnToLane(Q, prefix, ARGV[2], lane, jk, redis.call('HGET', jk, 'seq'))
+local seq = redis.call('HGET', jk, 'seq')
+returnToLane(Q, prefix, ARGV[2], lane, jk, seq, withTry({}, tries, nowMs(), 'r'))
 addCount(Q.stats, 'released', 1, 1)
 return 1

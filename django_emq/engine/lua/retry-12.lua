@@ -33,7 +33,8 @@
 
   The error is kept as `error` (the latest) and appended to `errors`, a JSON
   array of the latest `keep` failures' texts; `errors_total` counts them all.
-  Every key is checked before the first write (check.lua).
+  The attempt ends 'f<n>' in `tries` (n: this failure's errors_total, see
+  includes/tries.lua). Every key is checked before the first write (check.lua).
 
   Returns {1, state} with state 'pending', 'scheduled' or 'dead',
   or -1 (no such job) / -2 (stale token); nothing changes then.
@@ -49,12 +50,13 @@
 -- @include "ring"
 -- @include "policies"
 -- @include "history"
+-- @include "tries"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], schedule = KEYS[4],
   dead = KEYS[5], paused = KEYS[6], ceilings = KEYS[7], inflight = KEYS[8],
   depths = KEYS[9], stats = KEYS[10], wake = KEYS[11]}
 local jk, prefix, id = KEYS[12], ARGV[1], ARGV[2]
-local lane = fence(jk, ARGV[3])
+local lane, tries = fence(jk, ARGV[3])
 if type(lane) == 'number' then return lane end
 -- reads and checks
 checkQ(Q)
@@ -69,8 +71,8 @@ local now = nowMs()
 
 -- writes
 leaveActive(Q, prefix, id, lane)
-redis.call('HSET', jk, 'fails', fails, 'errors', errors, 'errors_total', total,
-  'error', ARGV[4])
+redis.call('HSET', jk, unpack(withTry({'fails', fails, 'errors', errors,
+  'errors_total', total, 'error', ARGV[4]}, tries, now, 'f' .. total)))
 local state
 if ARGV[6] == 'dead' or fails >= max then
   state = 'dead'

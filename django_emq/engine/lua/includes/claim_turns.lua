@@ -90,7 +90,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
       local jk = jobKey(prefix, popped[i])
       -- One read and one write of the row per job (the hot path's cost).
       local row = redis.pcall('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'workers',
-        'started', 'attempts', 'expiries')
+        'started', 'attempts', 'expiries', 'tries')
       if row.err then
         for j = 1, #popped, 2 do redis.call('ZADD', pendingKey, popped[j + 1], popped[j]) end
         return nil, {jk, row.err}
@@ -128,7 +128,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
       -- lost them (edited by hand) still settles and returns to its lane.
       redis.call('HSET', jobKey(prefix, id), 'attempts', token, 'state', 'active',
         'claimed', now, 'worker', worker, 'workers', workers, 'started', row[6],
-        'group', lane, 'seq', popped[2 * j])
+        'group', lane, 'seq', popped[2 * j], 'tries', recent(row[9], now))  -- see tries.lua
       leases[#leases + 1] = deadline
       leases[#leases + 1] = id
       if #leases >= 2 * CHUNK then addLeases() end

@@ -6,6 +6,7 @@
 -- @include "ring"
 -- @include "policies"
 -- @include "history"
+-- @include "tries"
 
 -- completeJobs(Q, prefix, ttl, argv, first): record the success of the jobs
 -- named in argv[first..] (one triple each: id, token, result JSON), each
@@ -18,17 +19,18 @@
 -- writes touch is checked (check.lua) before the first write, so a key of the
 -- wrong type fails the whole call with nothing written.
 --
--- A finished job frees the unique key it holds (includes/policies.lua).
+-- A finished job frees the unique key it holds (includes/policies.lua), and
+-- its running attempt ends 'd' (includes/tries.lua).
 --
 -- Returns one code per job: 1 recorded, -1 no such job, -2 stale token.
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight, .stats, .wake.
 local function completeJobs(Q, prefix, ttl, argv, first)
-  local codes, done, byLane, lanes, seen = {}, {}, {}, {}, {}
+  local codes, done, byLane, lanes, seen, tries = {}, {}, {}, {}, {}, {}
 
   -- reads: fence every job (a job named twice is refused the second time)
   for i = first, #argv, 3 do
     local id = argv[i]
-    local lane = fence(jobKey(prefix, id), argv[i + 1])
+    local lane, try = fence(jobKey(prefix, id), argv[i + 1])
     if type(lane) == 'string' and seen[id] then lane = -2 end
     if type(lane) == 'number' then
       codes[#codes + 1] = lane
@@ -36,6 +38,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       seen[id] = true
       codes[#codes + 1] = 1
       done[#done + 1] = i
+      tries[i] = try
       local ids = byLane[lane]
       if not ids then
         ids = {}
@@ -67,7 +70,8 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     ids[#ids + 1] = id
     if uniques then releaseUnique(prefix, jk, id) end
     if ttl > 0 then
-      redis.call('HSET', jk, 'state', 'done', 'finished', now, 'result', argv[i + 2])
+      redis.call('HSET', jk, unpack(withTry({'state', 'done', 'finished', now,
+        'result', argv[i + 2]}, tries[i], now, 'd')))
       redis.call('PEXPIRE', jk, ttl)
     else
       redis.call('DEL', jk)
