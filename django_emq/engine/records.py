@@ -195,6 +195,24 @@ def rate_limit(count: object, per_seconds: object) -> tuple[int, int]:
     return count, per_ms
 
 
+#: How a queue shares its workers among lanes: ``count`` (a lane's turn is a
+#: number of jobs, the default) or ``time`` (a lane's turn is worker time:
+#: deficit round robin, ``lua/includes/timeshare.lua``).
+FAIRNESS_MODES = ("count", "time")
+
+
+def fairness_mode(value: object) -> str:
+    """``value`` checked to be one of :data:`FAIRNESS_MODES`; ``ValueError`` otherwise."""
+    if not isinstance(value, str) or value not in FAIRNESS_MODES:
+        raise ValueError(f"fairness must be 'count' or 'time', not {value!r}")
+    return value
+
+
+def fairness_arg(fairness: str) -> str:
+    """A queue's fairness as the claim scripts read it: ``time``, or '' for count-fair."""
+    return "time" if fairness == "time" else ""
+
+
 def rate_arg(rate: tuple[int, int] | None) -> str:
     """A rate limit ``(count, per_ms)`` as the scripts read it: ``<count>:<per_ms>``."""
     return "" if rate is None else f"{rate[0]}:{rate[1]}"

@@ -14,7 +14,8 @@
   KEYS[9]  wake      list   wake tokens for parked workers
   KEYS[10] job       hash   the job row
   derived: <prefix>g:<lane>:pending (zset) and <prefix>g:<lane>:active (zset)
-           of the job's lane
+           of the job's lane; <prefix>timeshare and <prefix>weights (hashes,
+           see includes/timeshare.lua: the time held is charged to the lane)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  id        the job id
@@ -24,10 +25,12 @@
 
   Returns 1, or -1 (no such job) / -2 (stale token); nothing changes then.
 ]]
+-- @include "now_ms"
 -- @include "check"
 -- @include "counter"
 -- @include "fence"
 -- @include "return_to_lane"
+-- @include "timeshare"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -37,6 +40,8 @@ local lane = fence(jk, ARGV[3])
 if type(lane) == 'number' then return lane end
 checkQ(Q)
 checkLane(prefix, lane)
+local ts = tsActive(prefix)  -- @timeshare
+if ts then tsSettle(prefix, lane, jk, nowMs()) end
 returnToLane(Q, prefix, ARGV[2], lane, jk, redis.call('HGET', jk, 'seq'))
 addCount(Q.stats, 'released', 1, 1)
 return 1

@@ -18,7 +18,9 @@
   KEYS[12] job       hash   the job row
   derived: <prefix>g:<lane>:pending, <prefix>g:<lane>:active and
            <prefix>g:<lane>:dead (zsets) of the job's lane, <prefix>unique
-           (hash, see includes/policies.lua: a dead job frees its unique key)
+           (hash, see includes/policies.lua: a dead job frees its unique key),
+           <prefix>timeshare and <prefix>weights (hashes, see
+           includes/timeshare.lua: the attempt's run time is charged to its lane)
 
   history: the keys of includes/history.lua (the finished window and this minute's `dead` or `retry`),
            written with pcall: a damaged history key never fails the script
@@ -49,6 +51,7 @@
 -- @include "ring"
 -- @include "policies"
 -- @include "history"
+-- @include "timeshare"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], schedule = KEYS[4],
   dead = KEYS[5], paused = KEYS[6], ceilings = KEYS[7], inflight = KEYS[8],
@@ -60,6 +63,7 @@ if type(lane) == 'number' then return lane end
 checkQ(Q)
 checkLane(prefix, lane)
 local uniques = anyUnique(prefix)
+local ts = tsActive(prefix)  -- @timeshare
 local row = redis.call('HMGET', jk, 'fails', 'max', 'errors', 'errors_total', 'seq')
 local fails = (tonumber(row[1]) or 0) + 1
 local max = tonumber(row[2]) or 1
@@ -68,6 +72,7 @@ local pendingKey = laneKey(prefix, lane)
 local now = nowMs()
 
 -- writes
+if ts then tsSettle(prefix, lane, jk, now) end  -- @timeshare
 leaveActive(Q, prefix, id, lane)
 redis.call('HSET', jk, 'fails', fails, 'errors', errors, 'errors_total', total,
   'error', ARGV[4])

@@ -6,6 +6,7 @@
 -- @include "ring"
 -- @include "policies"
 -- @include "history"
+-- @include "timeshare"
 
 -- completeJobs(Q, prefix, ttl, argv, first): record the success of the jobs
 -- named in argv[first..] (one triple each: id, token, result JSON), each
@@ -18,7 +19,8 @@
 -- writes touch is checked (check.lua) before the first write, so a key of the
 -- wrong type fails the whole call with nothing written.
 --
--- A finished job frees the unique key it holds (includes/policies.lua).
+-- A finished job frees the unique key it holds (includes/policies.lua), and
+-- settles the time its claim charged its lane (includes/timeshare.lua).
 --
 -- Returns one code per job: 1 recorded, -1 no such job, -2 stale token.
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight, .stats, .wake.
@@ -57,9 +59,13 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   end
   if anyJoins then checkQ(Q, {'ring', 'wake'}) end
   local uniques = anyUnique(prefix)
+  local ts = tsActive(prefix)  -- @timeshare
 
   -- writes
   local now = nowMs()
+  if ts then  -- @timeshare: before the rows are rewritten or deleted
+    for _, lane in ipairs(lanes) do tsSettleAll(prefix, lane, byLane[lane], now) end
+  end
   local ids = {}
   for _, i in ipairs(done) do
     local id = argv[i]
