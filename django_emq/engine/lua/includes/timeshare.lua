@@ -64,7 +64,7 @@ local function tsLand(ts)
     local got = redis.call('HMGET', ts.key, lane, lane .. ':avg')
     local credit = tonumber(got[1]) or 0
     local est = tonumber(got[2])
-    if not est or est < 1 then est = math.max(1, math.floor(ts.q + 0.5)) end
+    if not est or est < 1 then est = math.max(1, math.ceil(ts.q)) end  -- one job a landing
     local w = 1
     if ts.weighted then w = tonumber(redis.call('HGET', Q.weights, lane)) or 1 end
     if credit <= 0 then credit = credit + ts.q * w end
