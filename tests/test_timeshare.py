@@ -6,17 +6,21 @@ scripts measure completion minus claim, both on the server clock."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 
 from django_emq.engine.queue import Queue
+from tests import chaos_tasks
 
-from .helpers import LONG_LEASE, dump, fill, lane, new_client
-from .invariants import check_invariants
+from .faults import RestartableServer, Workers
+from .helpers import LONG_LEASE, dump, fill, lane, new_client, wait_for
+from .invariants import check_invariants, text
 
 A, B, C = lane(1), lane(2), lane(3)
 MIN_QUANTUM, DEBT, SKIPS = 10, 8, 16  # as lua/includes/timeshare.lua sets them
@@ -201,6 +205,58 @@ def test_eight_threads_share_worker_time_and_run_every_job_once(
     check_invariants(fair)
 
 
+# -- a real worker ------------------------------------------------------------------
+
+
+def worker_time(client: redis.Redis, queue: Queue) -> tuple[Counter[str], Counter[str]]:
+    """Per lane: the jobs the worker finished, and the worker time they held (ms
+    from claim to completion on the server clock: what time-fair share balances)."""
+    done: Counter[str] = Counter()
+    held: Counter[str] = Counter()
+    for key in client.scan_iter(match=queue.keys.prefix + "job:*", count=1000):
+        state, group, claimed, finished = client.hmget(key, "state", "group", "claimed", "finished")
+        if state == b"done" and group and claimed and finished:
+            done[text(group)] += 1
+            held[text(group)] += int(finished) - int(claimed)
+    return done, held
+
+
+@pytest.mark.parametrize("fairness", ["time", "count"])
+def test_a_real_worker_splits_its_time_by_the_queues_fairness(
+    server: RestartableServer, tmp_path: Path, fairness: str
+) -> None:
+    """One worker, one job at a time; lane A's jobs take 10 ms, lane B's 100 ms.
+    Time-fair: both lanes hold the worker about as long (A runs many more jobs);
+    count-fair: the same number of jobs, so B holds it ~10x as long (a little
+    less: each job's few ms of overhead count for both lanes)."""
+    client = server.client()
+    queue = Queue("default", connection=client)
+    length = {A: 0.01, B: 0.1}
+    for lane_id, n in ((A, 600), (B, 60)):
+        task = chaos_tasks.nap.module_path
+        queue.enqueue_many(
+            {"lane": lane_id, "task_path": task, "args": [f"{lane_id}{i}", length[lane_id]]}
+            for i in range(n)
+        )
+    env = {"EMQ_TEST_SETTINGS": json.dumps({"FAIRNESS": fairness})}
+    workers = Workers(server.url, tmp_path, env=env)
+    try:
+        workers.start("--concurrency", "1", "--lease", "10")
+        wait_for(lambda: worker_time(client, queue)[0][B] >= 20, what="20 of B's jobs done")
+    finally:
+        workers.close()
+    done, held = worker_time(client, queue)
+    assert done[A] < 600, "lane A ran dry: the split was not measured under backlog"
+    if fairness == "time":
+        assert 0.8 <= held[A] / held[B] <= 1.2, (done, held)
+        assert done[A] > 2 * done[B]
+    else:  # the same jobs each: B's 100 ms jobs take ~10x the time of A's
+        assert abs(done[A] - done[B]) <= 2, done
+        assert 0.07 <= done[A] * length[A] / (done[B] * length[B]) <= 0.15, done
+    check_invariants(queue, hollow_ok=True)
+    client.close()
+
+
 # -- settings -------------------------------------------------------------------------
 
 
@@ -220,3 +276,28 @@ def test_the_settings_give_each_queue_its_fairness(emq: redis.Redis, settings: A
     assert get_queue("other").shards[0].fairness == "count"
     settings.EMQ = {**settings.EMQ, "FAIRNESS": "time"}
     assert get_queue("other").shards[0].fairness == "time"
+
+
+# -- the admin ------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_a_lanes_credit_when_the_queue_is_time_fair(
+    emq: redis.Redis, settings: Any
+) -> None:
+    from django.test import Client
+
+    from django_emq import get_queue
+
+    from .factories import make_user
+
+    client = Client()
+    client.force_login(make_user(staff=True, perms=["view_lanes"]))
+    fill(get_queue().shards[0], A, 3)
+    assert "credit" not in client.get("/admin/django_emq/lane/").content.decode()
+    settings.EMQ = {**settings.EMQ, "FAIRNESS": "time"}
+    queue = get_queue().shards[0]
+    queue.claim(LONG_LEASE, max_jobs=1)  # a quantum in, one job's estimate out: credit 0
+    emq.hset(queue.keys.timeshare, A, -40)
+    assert "credit -40 ms" in client.get("/admin/django_emq/lane/").content.decode()
+    assert "-40 ms" in client.get(f"/admin/django_emq/lane/default/{A}/").content.decode()

@@ -94,8 +94,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
     ``max_depth`` the most pending jobs a lane may hold unless it sets its own
     (``None``: no limit), and ``rate`` a ``(count, per_seconds)`` limit on the
     jobs each lane starts, unless it sets its own (``None``: no limit).
-    ``fairness`` is how lanes share the workers: ``"count"`` (a turn is a
-    number of jobs) or ``"time"`` (a turn is worker time, see docs/time-fair.md).
+    ``fairness``: a turn is a number of jobs (``"count"``) or worker time (``"time"``).
     """
 
     def __init__(
@@ -123,7 +122,6 @@ class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
         self.max_depth = None if max_depth is None else positive_int("max_depth", max_depth)
         #: The default rate limit of every lane, ``(count, per_ms)``; ``None``: none.
         self.rate = None if rate is None else rate_limit(*rate)
-        #: ``"count"`` or ``"time"`` (``FAIRNESS_MODES``).
         self.fairness = fairness_mode(fairness)
         self._scripts = Scripts(connection)
         #: A plain queue is a sharded queue of one.

@@ -156,6 +156,9 @@ class LaneInfo:
     rate: tuple[int, float] | None = None
     #: When a throttled lane may start its next job (server ms); ``None``: not throttled.
     throttled_until_ms: int | None = None
+    #: A time-fair queue's lane: its credit of worker time, ms (negative: in debt;
+    #: see docs/time-fair.md). ``None``: the queue is count-fair.
+    credit_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
