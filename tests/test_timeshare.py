@@ -118,6 +118,18 @@ def test_a_lanes_credit_stays_within_its_bounds(r: redis.Redis, fair: Queue) -> 
     check_invariants(fair)
 
 
+def test_a_lane_left_idle_forgets_its_credit_debt_and_average(r: redis.Redis, fair: Queue) -> None:
+    fill(fair, A, 1)
+    fill(fair, B, 2)
+    for _ in range(2):
+        (c,) = fair.claim(LONG_LEASE, max_jobs=1) or []
+        run_for(r, fair, c.job_id, 500)
+        fair.complete(c.job_id, c.token)
+    fields = {text(f) for f in r.hkeys(fair.keys.timeshare)}
+    assert fields == {B, f"{B}:avg", "quantum"}  # A has nothing pending or in flight
+    check_invariants(fair)
+
+
 def test_one_claim_skips_at_most_sixteen_lanes_in_debt(r: redis.Redis, fair: Queue) -> None:
     names = [lane(n) for n in range(1, 31)]
     for lane_id in names:

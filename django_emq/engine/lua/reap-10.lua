@@ -94,7 +94,7 @@ for _, job in ipairs(jobs) do
   local id, jk, row = job[1], job[2], job[3]
   local lane = row[1]
   if lane then
-    if ts then tsSettle(prefix, lane, jk, now) end  -- @timeshare
+    if ts then tsSettleAll(prefix, lane, {id}, now, Q.inflight) end  -- @timeshare
     local expiries = (tonumber(row[3]) or 0) + 1
     if expiries >= maxExpiries then
       bury(id, jk, lane, expiries, row)

@@ -41,7 +41,7 @@ if type(lane) == 'number' then return lane end
 checkQ(Q)
 checkLane(prefix, lane)
 local ts = tsActive(prefix)  -- @timeshare
-if ts then tsSettle(prefix, lane, jk, nowMs()) end
+if ts then tsSettleAll(prefix, lane, {ARGV[2]}, nowMs(), Q.inflight) end
 returnToLane(Q, prefix, ARGV[2], lane, jk, redis.call('HGET', jk, 'seq'))
 addCount(Q.stats, 'released', 1, 1)
 return 1

@@ -72,7 +72,7 @@ local pendingKey = laneKey(prefix, lane)
 local now = nowMs()
 
 -- writes
-if ts then tsSettle(prefix, lane, jk, now) end  -- @timeshare
+if ts then tsSettleAll(prefix, lane, {id}, now, Q.inflight) end  -- @timeshare
 leaveActive(Q, prefix, id, lane)
 redis.call('HSET', jk, 'fails', fails, 'errors', errors, 'errors_total', total,
   'error', ARGV[4])

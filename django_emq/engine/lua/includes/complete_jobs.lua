@@ -64,7 +64,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   -- writes
   local now = nowMs()
   if ts then  -- @timeshare: before the rows are rewritten or deleted
-    for _, lane in ipairs(lanes) do tsSettleAll(prefix, lane, byLane[lane], now) end
+    for _, lane in ipairs(lanes) do tsSettleAll(prefix, lane, byLane[lane], now, Q.inflight) end
   end
   local ids = {}
   for _, i in ipairs(done) do

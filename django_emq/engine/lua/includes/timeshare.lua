@@ -14,10 +14,12 @@
 --          largest lane average lately, at least TS_MIN_QUANTUM);
 --          <prefix>weights (hash, read); on a claimed job's row, 'charge'
 --          (the ms its claim charged) until the attempt is settled.
--- Bounds: -TS_DEBT x quantum x weight <= credit <= quantum x weight (an idle
--- lane hoards at most one quantum, a long job costs at most TS_DEBT quanta of
--- debt); one claim skips at most TS_SKIPS lanes in debt, then serves the lane
--- it lands on (its quantum added) whatever its credit: O(1) in lanes.
+-- Bounds: -TS_DEBT x quantum x weight <= credit <= quantum x weight (a long
+-- job costs at most TS_DEBT quanta of debt); a lane left idle (nothing pending,
+-- nothing in flight) forgets its credit, debt and average, so an idle lane
+-- hoards nothing and the hash holds only lanes with work; one claim skips at
+-- most TS_SKIPS lanes in debt, then serves the lane it lands on (its quantum
+-- added) whatever its credit: O(1) in lanes.
 
 local TS_MIN_QUANTUM = 10
 local TS_DEBT = 8
@@ -124,7 +126,20 @@ local function tsSettle(prefix, lane, jk, now)
   redis.call('HDEL', jk, 'charge')
 end
 
--- tsSettleAll(prefix, lane, ids, now): tsSettle for each of the lane's jobs.
-local function tsSettleAll(prefix, lane, ids, now)
+-- tsForgetIdle(prefix, lane, inflightKey, leaving): once `leaving` of the
+-- lane's in-flight jobs are settled, a lane with no other job in flight and
+-- none pending forgets its time-share fields. Call it after tsSettle, before
+-- the in-flight count drops. A pending set of the wrong type reads as busy.
+local function tsForgetIdle(prefix, lane, inflightKey, leaving)
+  if (tonumber(redis.call('HGET', inflightKey, lane)) or 0) > leaving then return end
+  local depth = redis.pcall('ZCARD', laneKey(prefix, lane))
+  if type(depth) ~= 'number' or depth > 0 then return end
+  redis.call('HDEL', tsKey(prefix), lane, lane .. ':avg')
+end
+
+-- tsSettleAll(prefix, lane, ids, now, inflightKey): tsSettle for each of the
+-- lane's jobs, then tsForgetIdle.
+local function tsSettleAll(prefix, lane, ids, now, inflightKey)
   for _, id in ipairs(ids) do tsSettle(prefix, lane, jobKey(prefix, id), now) end
+  tsForgetIdle(prefix, lane, inflightKey, #ids)
 end
