@@ -6,5 +6,6 @@ from __future__ import annotations
 import os
 
 from bench.settings import *  # noqa: F403
+from bench.settings import EMQ
 
-EMQ: dict[str, object] = {"FAIRNESS": os.environ.get("BENCH_FAIRNESS", "count")}
+EMQ = {**EMQ, "FAIRNESS": os.environ.get("BENCH_FAIRNESS", "count")}

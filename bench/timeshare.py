@@ -45,6 +45,7 @@ if __name__ == "__main__":  # run as a script: import this checkout's django_emq
     sys.path.insert(0, str(ROOT))
 
 from django_emq.engine.ids import lane_id  # noqa: E402
+from django_emq.engine.payload import text  # noqa: E402
 from django_emq.engine.queue import Queue  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "timeshare.json"
@@ -91,15 +92,15 @@ def run_mode(
         worker.wait(timeout=60)
     ran: Counter[str] = Counter()
     for entry in r.lrange(RUNS_KEY, 0, -1):
-        label, start, end = entry.decode().split()
+        label, start, end = text(entry).split()
         ran[label] += round((float(end) - float(start)) * 1000)
     done: Counter[str] = Counter()
     held: Counter[str] = Counter()
     for key in r.scan_iter(match=queue.keys.prefix + "job:*", count=1000):
         state, group, claimed, finished = r.hmget(key, "state", "group", "claimed", "finished")
         if state == b"done" and group and claimed and finished:
-            done[group.decode()] += 1
-            held[group.decode()] += int(finished) - int(claimed)
+            done[text(group)] += 1
+            held[text(group)] += int(finished) - int(claimed)
     assert done[A] < options.short, "lane A ran dry: use more jobs"
     assert done[B] < options.long, "lane B ran dry: use more jobs"
     return {"done": dict(done), "ran_ms": dict(ran), "held_ms": dict(held)}
