@@ -129,7 +129,7 @@ def complete_claim(
 ) -> Call:
     """Record ``outcomes`` as :func:`complete` does, then claim as :func:`claim`
     does (``limit`` 0: claim nothing), in one script call. The outcomes start at
-    :data:`COMPLETE_CLAIM_OUTCOMES` of the arguments."""
+    ``COMPLETE_CLAIM_OUTCOMES`` of the arguments."""
     keys = [
         k.ring,
         k.on_ring,

@@ -205,7 +205,7 @@ FAIRNESS_MODES = ("count", "time")
 
 
 def fairness_mode(value: object) -> str:
-    """``value`` checked to be one of :data:`FAIRNESS_MODES`; ``ValueError`` otherwise."""
+    """``value`` checked to be one of ``FAIRNESS_MODES``; ``ValueError`` otherwise."""
     if not isinstance(value, str) or value not in FAIRNESS_MODES:
         raise ValueError(f"fairness must be 'count' or 'time', not {value!r}")
     return value
