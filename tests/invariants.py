@@ -197,11 +197,15 @@ def _check_rates(snap: Snapshot) -> None:
 
 def _check_timeshare(fields: dict[str, str], snap: Snapshot) -> None:
     """A time-fair queue's hash: ``quantum`` a number of ms, ``<lane>`` a whole
-    credit of ms, ``<lane>:avg`` a whole average of at least 1 ms; a row keeps
+    credit of ms, ``<lane>:avg`` a whole average of at least 1 ms, ``head`` a
+    lane; a row keeps
     the charge of its claim only while the attempt is active."""
     for name, value in fields.items():
         if name == "quantum":
             assert float(value) >= 0, f"the quantum is {value!r}"
+            continue
+        if name == "head":  # the lane whose turn a claim cut short
+            validate_lane(value)
             continue
         lane, _, avg = name.partition(":")
         validate_lane(lane)

@@ -341,7 +341,7 @@ class Doctor:
             (k.max_depths, (f for f, _ in r.hscan_iter(k.max_depths, count=self.batch))),
             (k.rates, (f for f, _ in r.hscan_iter(k.rates, count=self.batch))),
             (k.throttled, (m for m, _ in r.zscan_iter(k.throttled, count=self.batch))),
-            (k.timeshare, (n for n in timeshare if n != "quantum")),
+            (k.timeshare, (n for n in timeshare if n not in ("quantum", "head"))),
         ]
         for key, names in sources:
             if text(r.type(key)) != FIXED_KEY_TYPES[self._attr(key)]:

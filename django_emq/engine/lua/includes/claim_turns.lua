@@ -242,6 +242,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     end
   end
   addLeases()
+  if ts and not broken then tsTurn(ts, turnLane) end  -- @timeshare: whose turn goes on
   if weighted then
     if turnLane then
       redis.call('HSET', Q.turn, 'lane', turnLane, 'credit', turnCredit)

@@ -2,20 +2,24 @@
 -- @include "check"
 
 -- Time-fair share (a queue with FAIRNESS "time"): deficit round robin over
--- worker time. A lane landed on at the ring's head without credit gets one
--- quantum (x its weight); a lane with credit is served, each job charged the
--- lane's average run time, and keeps the head while its credit lasts; a lane
--- still in debt after its quantum rotates on unserved. When a job's attempt
+-- worker time. A lane that lands at the ring's head gets one quantum (x its
+-- weight) added to its credit; a lane with credit is served, each job charged
+-- the lane's average run time, and keeps the head while its credit lasts (a
+-- claim cut short leaves the rest of the turn for the next: no new quantum
+-- then); a lane still in debt after its quantum rotates on unserved. When a job's attempt
 -- ends (done, failed, retried, released, reaped) its lane pays what it really
 -- used instead: the time from its claim to now, both on the server clock.
 -- derived: <prefix>timeshare (hash): '<lane>' -> the lane's credit in ms
 --          (negative: its debt), '<lane>:avg' -> the moving average run time
 --          of its jobs in ms, 'quantum' -> the queue's quantum in ms (the
---          largest lane average lately, at least TS_MIN_QUANTUM);
+--          largest lane average lately, at least TS_MIN_QUANTUM), 'head' ->
+--          the lane whose turn a claim cut short (it goes on without a new
+--          quantum while that lane is still at the head);
 --          <prefix>weights (hash, read); on a claimed job's row, 'charge'
 --          (the ms its claim charged) until the attempt is settled.
--- Bounds: -TS_DEBT x quantum x weight <= credit <= quantum x weight (a long
--- job costs at most TS_DEBT quanta of debt); a lane left idle (nothing pending,
+-- Bounds: -TS_DEBT x quantum x weight <= credit <= TS_MOST x quantum x
+-- weight (a long job costs at most TS_DEBT quanta of debt; a turn starts with
+-- at most one quantum carried over); a lane left idle (nothing pending,
 -- nothing in flight) forgets its credit, debt and average, so an idle lane
 -- hoards nothing and the hash holds only lanes with work; one claim skips at
 -- most TS_SKIPS lanes in debt, then serves the lane it lands on (its quantum
@@ -23,6 +27,7 @@
 
 local TS_MIN_QUANTUM = 10
 local TS_DEBT = 8
+local TS_MOST = 2
 local TS_SKIPS = 16
 -- the quantum forgets 1/TS_DECAY of itself per settled job; a lane's average
 -- moves 1/TS_ALPHA of the way to each job's run time
@@ -35,7 +40,7 @@ end
 
 -- tsBound(credit, q, w): credit held within its bounds, a whole number of ms.
 local function tsBound(credit, q, w)
-  local most, least = q * w, -TS_DEBT * q * w
+  local most, least = TS_MOST * q * w, -TS_DEBT * q * w
   if credit > most then credit = most end
   if credit < least then credit = least end
   return math.floor(credit + 0.5)
@@ -49,15 +54,16 @@ local function timeShare(Q, prefix, fairness, weighted)
   if fairness ~= 'time' then return nil end
   local key = tsKey(prefix)
   checkQ(Q, {'ring'})
-  local q = tonumber(guard(key, 'HGET', key, 'quantum')) or 0
+  local got = guard(key, 'HMGET', key, 'quantum', 'head')
+  local q = tonumber(got[1]) or 0
   if q < TS_MIN_QUANTUM then q = TS_MIN_QUANTUM end
-  return {Q = Q, key = key, q = q, weighted = weighted, skips = 0}
+  return {Q = Q, key = key, q = q, weighted = weighted, skips = 0, head = got[2], saved = got[2]}
 end
 
 -- tsLand(ts): the lane at the ring's head to serve and how many jobs its
--- credit covers (at least 1); nil when the ring is empty. Lanes in debt even
--- after their quantum rotate on (their credit written), at most TS_SKIPS per
--- claim.
+-- credit covers (at least 1); nil when the ring is empty. The lane whose turn
+-- was cut short goes on with its credit; any other gets its quantum. Lanes in
+-- debt even then rotate on (their credit written), at most TS_SKIPS per claim.
 local function tsLand(ts)
   local Q = ts.Q
   while true do
@@ -69,7 +75,8 @@ local function tsLand(ts)
     if not est or est < 1 then est = math.max(1, math.ceil(ts.q)) end  -- one job a landing
     local w = 1
     if ts.weighted then w = tonumber(redis.call('HGET', Q.weights, lane)) or 1 end
-    if credit <= 0 then credit = credit + ts.q * w end
+    if lane ~= ts.head then credit = credit + ts.q * w end  -- a new turn
+    ts.head = nil  -- only the first lane a claim sees can go on with a turn
     credit = tsBound(credit, ts.q, w)  -- a credit kept from a larger quantum shrinks
     if credit > 0 or ts.skips >= TS_SKIPS then
       ts.lane, ts.credit, ts.est, ts.w = lane, credit, est, w
@@ -91,6 +98,17 @@ local function tsCharge(ts, prefix, out, taken)
   end
   ts.credit = ts.credit - taken * ts.est
   redis.call('HSET', ts.key, ts.lane, tsBound(ts.credit, ts.q, ts.w))
+end
+
+-- tsTurn(ts, lane): the claim ends with `lane`'s turn cut short (it keeps the
+-- head), or with no turn going on (lane nil).
+local function tsTurn(ts, lane)
+  if lane == ts.saved then return end
+  if lane then
+    redis.call('HSET', ts.key, 'head', lane)
+  else
+    redis.call('HDEL', ts.key, 'head')
+  end
 end
 
 -- tsActive(prefix): whether the queue has time-share state (then ending
