@@ -313,3 +313,13 @@ def test_the_admin_shows_a_lanes_credit_when_the_queue_is_time_fair(
     emq.hset(queue.keys.timeshare, A, -40)
     assert "credit -40 ms" in client.get("/admin/django_emq/lane/").content.decode()
     assert "-40 ms" in client.get(f"/admin/django_emq/lane/default/{A}/").content.decode()
+
+
+def test_a_worker_claims_no_jobs_ahead_for_a_time_fair_queue(settings: Any) -> None:
+    """A job claimed ahead waits in the worker: its lane would be charged the wait."""
+    from django_emq.worker.options import WorkerOptions, plan
+
+    assert plan(WorkerOptions()).prefetch > 1
+    settings.EMQ = {**settings.EMQ, "FAIRNESS": {"reports": "time"}}
+    assert plan(WorkerOptions()).prefetch == 1
+    assert plan(WorkerOptions(prefetch=8)).prefetch == 8  # unless told

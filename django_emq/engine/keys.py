@@ -123,8 +123,9 @@ class QueueKeys:
     @property
     def timeshare(self) -> str:
         """Hash: a time-fair queue's lanes' credit of worker time (``<lane>`` -> ms,
-        negative in debt), their average run time (``<lane>:avg`` -> ms) and the
-        queue's ``quantum`` (ms); see ``lua/includes/timeshare.lua``."""
+        negative in debt), their average run time (``<lane>:avg`` -> ms), the
+        queue's ``quantum`` (ms) and ``head`` (the lane whose turn a claim cut
+        short); see ``lua/includes/timeshare.lua``."""
         return self._k("timeshare")
 
     @property
