@@ -6,9 +6,10 @@
 -- weight) added to its credit; a lane with credit is served, each job charged
 -- the lane's average run time, and keeps the head while its credit lasts (a
 -- claim cut short leaves the rest of the turn for the next: no new quantum
--- then); a lane still in debt after its quantum rotates on unserved. When a job's attempt
--- ends (done, failed, retried, released, reaped) its lane pays what it really
--- used instead: the time from its claim to now, both on the server clock.
+-- then); a lane still in debt after its quantum rotates on unserved. When a
+-- job's attempt ends (done, failed, retried, released, reaped) its lane pays
+-- what it really used instead: the time from its claim to now, both on the
+-- server clock.
 -- derived: <prefix>timeshare (hash): '<lane>' -> the lane's credit in ms
 --          (negative: its debt), '<lane>:avg' -> the moving average run time
 --          of its jobs in ms, 'quantum' -> the queue's quantum in ms (the
