@@ -52,6 +52,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "SHARDS",
         "MAX_DEPTH",
         "RATE",
+        "FAIRNESS",
         "SCHEDULES",
         "METRICS_TOKEN",
         "HISTORY",
@@ -146,6 +147,9 @@ class EMQSettings:
     #: Queue name -> ``(count, per_seconds)``: each lane starts at most ``count`` jobs
     #: in any ``per_seconds`` (``EMQ["RATE"]``); ``"*"`` applies to every queue not named.
     rate: Mapping[str, tuple[int, float]] = MappingProxyType({})
+    #: Queue name -> ``"count"`` or ``"time"``: what a lane's share of the workers
+    #: is measured in (``EMQ["FAIRNESS"]``); ``"*"`` applies to every queue not named.
+    fairness: Mapping[str, str] = MappingProxyType({})
     #: Periodic schedules by name (``EMQ["SCHEDULES"]``; see ``django_emq.schedules``).
     schedules: Mapping[str, Schedule] = MappingProxyType({})
     #: The bearer token that opens the metrics and stats views (``None``: only
@@ -171,6 +175,7 @@ class EMQSettings:
         if name is not None:
             options["max_depth"] = self.max_depth.get(name, self.max_depth.get(ALL_QUEUES))
             options["rate"] = self.rate.get(name, self.rate.get(ALL_QUEUES))
+            options["fairness"] = self.fairness.get(name, self.fairness.get(ALL_QUEUES, "count"))
         return options
 
 
@@ -303,6 +308,7 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
     field("HISTORY", parse.positive_int, DEFAULTS["HISTORY"])
     field("MAX_DEPTH", functools.partial(parse.per_queue, parse=parse.positive_int), {})
     field("RATE", functools.partial(parse.per_queue, parse=parse.rate), {})
+    field("FAIRNESS", functools.partial(parse.per_queue, parse=parse.fairness), {})
     field("SCHEDULES", parse_schedules, {})
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")

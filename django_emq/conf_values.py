@@ -14,7 +14,7 @@ from typing import Any
 
 from .engine.ids import BRAND_RE, JOB_BRAND, validate_queue_name
 from .engine.placement import MAX_SHARDS, shard_tags
-from .engine.records import rate_limit
+from .engine.records import fairness_mode, rate_limit
 from .url import EMBEDDED, check_url
 
 #: The environment variable read when ``EMQ["URL"]`` is not set.
@@ -181,3 +181,11 @@ def rate(value: object) -> tuple[int, float]:
         raise ValueError(f"must be a (count, per_seconds) pair, not {value!r}")
     count, per_ms = rate_limit(value[0], value[1])
     return count, per_ms / 1000
+
+
+def fairness(value: object) -> str:
+    """``"count"`` (a lane's share is a number of jobs) or ``"time"`` (worker time)."""
+    try:
+        return fairness_mode(value)
+    except ValueError:
+        raise ValueError(f"must be 'count' or 'time', not {value!r}") from None

@@ -137,6 +137,7 @@ def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
     assert all(d >= 1 for d in snap.max_depths.values()), f"bad max depths {snap.max_depths}"
     assert not set(snap.throttled) & set(snap.ring), "a throttled lane is on the ring"
     _check_rates(snap)
+    _check_timeshare({text(f): text(v) for f, v in r.hgetall(k.timeshare).items()}, snap)
     assert all(w >= 2 for w in snap.weights.values()), (
         f"weights must be >= 2 (weight 1 is stored as absence): {snap.weights}"
     )
@@ -211,6 +212,29 @@ def _check_rates(snap: Snapshot) -> None:
         if lane in snap.rates:
             most = int(snap.rates[lane].partition(":")[0])
             assert len(stamps) <= most, f"lane {lane} logs {len(stamps)} starts > {most}"
+
+
+def _check_timeshare(fields: dict[str, str], snap: Snapshot) -> None:
+    """A time-fair queue's hash: ``quantum`` a number of ms, ``<lane>`` a whole
+    credit of ms, ``<lane>:avg`` a whole average of at least 1 ms, ``head`` a
+    lane; a row keeps
+    the charge of its claim only while the attempt is active."""
+    for name, value in fields.items():
+        if name == "quantum":
+            assert float(value) >= 0, f"the quantum is {value!r}"
+            continue
+        if name == "head":  # the lane whose turn a claim cut short
+            validate_lane(value)
+            continue
+        lane, _, avg = name.partition(":")
+        validate_lane(lane)
+        assert avg in ("", "avg"), f"timeshare field {name!r}"
+        assert value.lstrip("-").isdigit(), f"timeshare {name} = {value!r}"
+        if avg:
+            assert int(value) >= 1, f"lane {lane}'s average run time is {value}"
+    for job_id, row in snap.jobs.items():
+        if "charge" in row:
+            assert row.get("state") == "active", f"job {job_id} keeps a charge while {row}"
 
 
 def _check_unique(snap: Snapshot) -> None:

@@ -164,7 +164,8 @@ def test_cost_per_job_is_three_commands_and_the_rest_is_per_lane(
     # removal at zero) and ring check; the call itself the clock, the active
     # set, the completed counter, the type checks of the active set, the
     # in-flight counts and the counters (lua/includes/check.lua), whether any
-    # job holds a unique key (lua/includes/policies.lua); and the history, once
+    # job holds a unique key (lua/includes/policies.lua) and whether the queue
+    # keeps time-share state (lua/includes/timeshare.lua); and the history, once
     # per call: the finished window's ZADD and ZCARD, this minute's `done` and
     # its TTL (lua/includes/history.lua).
     one_lane = [_cost(r, queue, 1, jobs) for jobs in (8, 16, 32)]
@@ -173,7 +174,7 @@ def test_cost_per_job_is_three_commands_and_the_rest_is_per_lane(
     per_lane = [_cost(r, queue, lanes, 16) for lanes in (1, 2, 4)]
     assert per_lane[1] - per_lane[0] == 5
     assert per_lane[2] - per_lane[1] == 2 * 5
-    assert one_lane[1] == 16 * 3 + 5 + 3 + 3 + 1 + 4
+    assert one_lane[1] == 16 * 3 + 5 + 3 + 3 + 2 + 4
 
 
 def test_a_claim_of_thousands_of_jobs_keeps_every_lease(queue: Queue) -> None:

@@ -139,6 +139,7 @@ def structural_keys(world: World) -> dict[str, tuple[str, str]]:
         "rates": "hash",
         "throttled": "zset",
         "turn": "hash",
+        "timeshare": "hash",
     }
     keys = {name: (str(getattr(k, name)), kind) for name, kind in fixed.items()}
     keys["lane starts"] = (k.starts(A), "list")
@@ -195,7 +196,7 @@ def run_everything(world: World) -> set[str]:
 def one_case(r: redis.Redis, operation: str, name: str, key: str, wrong: str) -> str | None:
     """What went wrong with this corruption, or None."""
     r.flushall()
-    queue = Queue("q", connection=r)
+    queue = Queue("q", connection=r, fairness="time")  # its timeshare hash in use too
     world = build(queue)
     ids = world.ids()
     saved = r.dump(key)
@@ -244,7 +245,7 @@ def test_a_key_of_the_wrong_type_is_reported_and_costs_no_job(
     r: redis.Redis, operation: str
 ) -> None:
     r.flushall()
-    cases = corruptions(build(Queue("q", connection=r)))
+    cases = corruptions(build(Queue("q", connection=r, fairness="time")))
     problems = []
     for name, key, wrong in cases:
         problem = one_case(r, operation, name, key, wrong)

@@ -101,14 +101,17 @@ class QueueMachine(RuleBasedStateMachine):
 
     @initialize(
         result_ttl=st.sampled_from([timedelta(days=1), timedelta(0)]),
+        fairness=st.sampled_from(["count", "time"]),
         backlog=st.lists(st.tuples(lanes, whens, st.integers(1, 3)), min_size=3, max_size=30),
     )
     def fresh_database(
-        self, result_ttl: timedelta, backlog: list[tuple[str, str | None, int]]
+        self, result_ttl: timedelta, fairness: str, backlog: list[tuple[str, str | None, int]]
     ) -> None:
         """A flushed database per example (hypothesis does not rerun fixtures), and a backlog."""
         self.client.flushall()
-        self.queue = Queue("q", connection=self.client, result_ttl=result_ttl, max_expiries=2)
+        self.queue = Queue(
+            "q", connection=self.client, result_ttl=result_ttl, max_expiries=2, fairness=fairness
+        )
         done = self.queue.enqueue_many(
             {"lane": lane, "task_path": TASK, "run_after": run_after(w), "max_attempts": n}
             for lane, w, n in backlog
@@ -228,7 +231,8 @@ class QueueMachine(RuleBasedStateMachine):
             assert claims is None
             return []
         assert claims, "a non-empty ring always serves a job"
-        assert len(claims) <= turns * max([1, *self.weights.values()])
+        if self.queue.fairness == "count":  # a time-fair turn serves what its credit covers
+            assert len(claims) <= turns * max([1, *self.weights.values()])
         for c in claims:
             assert c.job_id not in self.held
             assert c.token > self.last_token.get(c.job_id, 0)
@@ -532,6 +536,9 @@ CORRUPTIONS: dict[str, Any] = {
         q.keys.job(p), "uniq", "k"
     ),
     "bad max depth": lambda q, a, p: q.connection.hset(q.keys.max_depths, A, 0),
+    "time credit of no lane": lambda q, a, p: q.connection.hset(q.keys.timeshare, "garbage", 1),
+    "time credit no number": lambda q, a, p: q.connection.hset(q.keys.timeshare, A, "x"),
+    "charge on a pending row": lambda q, a, p: q.connection.hset(q.keys.job(p), "charge", 5),
 }
 
 

@@ -95,3 +95,87 @@ def test_a_queue_default_rate_costs_the_same_with_20000_lanes(r: redis.Redis) ->
         return claim_complete(queue, CYCLES)
 
     run_both(r, scenario)
+
+
+# -- time-fair share (lua/includes/timeshare.lua) ---------------------------------------
+# The settle of a job depends on how long it really took; the scenarios set the
+# lanes' averages and credits so that what a claim does is the same however
+# fast the test runs.
+
+
+def time_fair(queue: Queue, names: list[str], credit: int, avg: int = 1000) -> None:
+    """Every lane measured at ``avg`` ms a job and holding ``credit`` ms; the quantum ``avg``."""
+    queue.fairness = "time"
+    fields: dict[str, int] = {"quantum": avg}
+    for lane in names:
+        fields[lane], fields[f"{lane}:avg"] = credit, avg
+    items = list(fields.items())
+    for i in range(0, len(items), CHUNK):
+        queue.connection.hset(queue.keys.timeshare, mapping=dict(items[i : i + CHUNK]))
+
+
+def test_time_fair_claims_cost_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """Each claim lands on a lane without credit, adds its quantum, serves one
+    job (its estimate uses the quantum up) and rotates on."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        fill(queue, names, max(2, CYCLES // n + 2), served=CYCLES)
+        time_fair(queue, names, 0)
+
+        def work() -> None:
+            for _ in range(CYCLES):
+                claims = queue.claim(60_000, max_jobs=1, worker_id="w:1")
+                assert claims is not None
+
+        return work
+
+    counts = run_both(r, scenario)
+    assert counts["evalsha"] == CYCLES
+    assert counts["lmove"] == CYCLES
+
+
+def test_time_fair_claims_skipping_lanes_in_debt_cost_the_same_with_20000_lanes(
+    r: redis.Redis,
+) -> None:
+    """Every lane deep in debt: a claim skips 16 of them, then serves the 17th."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        fill(queue, names, 3)
+        time_fair(queue, names, -8 * 1000)
+
+        def work() -> None:
+            for _ in range(2):
+                claims = queue.claim(60_000, max_jobs=1, worker_id="w:1")
+                assert claims is not None
+
+        return work
+
+    counts = run_both(r, scenario)
+    assert counts["lmove"] == 2 * 17  # 16 skips and one served lane's rotation per claim
+
+
+def test_settling_time_fair_jobs_costs_the_same_with_20000_lanes(r: redis.Redis) -> None:
+    """Completing time-fair jobs (one of each of FEW lanes) charges each one's
+    run time to its lane."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        fill(queue, names, 2)
+        time_fair(queue, names, 0)
+        claimed = []
+        for _ in range(FEW):  # one job a claim: a lane each
+            got = queue.claim(60_000, max_jobs=1, worker_id="w:1")
+            assert got is not None
+            claimed += got
+
+        def work() -> None:
+            for c in claimed:
+                queue.complete(c.job_id, c.token)
+
+        return work
+
+    counts = run_both(r, scenario)
+    assert counts["evalsha"] == FEW
+    assert counts["hdel"] == 2 * FEW  # each row's charge settled, each lane's in-flight count

@@ -12,6 +12,9 @@ from typing import NamedTuple
 from .keys import QueueKeys
 from .records import rate_arg
 
+#: Where a complete_claim call's outcome triples start in its arguments.
+COMPLETE_CLAIM_OUTCOMES = 9
+
 
 class Call(NamedTuple):
     """One script invocation, ready to run."""
@@ -68,9 +71,17 @@ def enqueue(
 
 
 def claim(
-    k: QueueKeys, lease_ms: int, turns: int, worker: str, limit: int, history: int, rate: str = ""
+    k: QueueKeys,
+    lease_ms: int,
+    turns: int,
+    worker: str,
+    limit: int,
+    history: int,
+    rate: str = "",
+    fairness: str = "",
 ) -> Call:
-    """``rate``: the queue's default rate limit per lane, ``<count>:<per_ms>``; '' for none."""
+    """``rate``: the queue's default rate limit per lane, ``<count>:<per_ms>``; '' for none.
+    ``fairness``: ``time`` for a time-fair queue, '' for count-fair."""
     keys = [
         k.ring,
         k.on_ring,
@@ -83,7 +94,7 @@ def claim(
         k.stats,
         k.turn,
     ]
-    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit, history, rate])
+    return Call("claim", keys, [k.prefix, lease_ms, turns, worker, limit, history, rate, fairness])
 
 
 def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str | bytes]], ttl_ms: int) -> Call:
@@ -114,9 +125,11 @@ def complete_claim(
     limit: int,
     history: int,
     rate: str = "",
+    fairness: str = "",
 ) -> Call:
     """Record ``outcomes`` as :func:`complete` does, then claim as :func:`claim`
-    does (``limit`` 0: claim nothing), in one script call."""
+    does (``limit`` 0: claim nothing), in one script call. The outcomes start at
+    ``COMPLETE_CLAIM_OUTCOMES`` of the arguments."""
     keys = [
         k.ring,
         k.on_ring,
@@ -139,7 +152,9 @@ def complete_claim(
         limit,
         history,
         rate,
+        fairness,
     ]
+    assert len(args) == COMPLETE_CLAIM_OUTCOMES
     for job_id, token, result_json in outcomes:
         args += (job_id, token, result_json)
     return Call("complete_claim", keys, args)

@@ -59,6 +59,7 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "rates": "hash",
     "throttled": "zset",
     "ticks": "hash",
+    "timeshare": "hash",  # time-fair share (lua/includes/timeshare.lua)
 }
 
 #: Where a job of each state must be: ``lane`` (its lane's pending set), one of
@@ -329,6 +330,7 @@ class Doctor:
         """Lanes the index, the counts, the ring's set and the settings name: each
         must be a lane id (and is audited as a lane)."""
         k, r = self.keys, self.r
+        timeshare = (text(f).removesuffix(":avg") for f, _ in r.hscan_iter(k.timeshare))
         sources: list[tuple[str, Iterable[Any]]] = [
             (k.depths, (m for m, _ in r.zscan_iter(k.depths, count=self.batch))),
             (k.inflight, (f for f, _ in r.hscan_iter(k.inflight, count=self.batch))),
@@ -339,6 +341,7 @@ class Doctor:
             (k.max_depths, (f for f, _ in r.hscan_iter(k.max_depths, count=self.batch))),
             (k.rates, (f for f, _ in r.hscan_iter(k.rates, count=self.batch))),
             (k.throttled, (m for m, _ in r.zscan_iter(k.throttled, count=self.batch))),
+            (k.timeshare, (n for n in timeshare if n not in ("quantum", "head"))),
         ]
         for key, names in sources:
             if text(r.type(key)) != FIXED_KEY_TYPES[self._attr(key)]:

@@ -121,6 +121,14 @@ class QueueKeys:
         return self._k("throttled")
 
     @property
+    def timeshare(self) -> str:
+        """Hash: a time-fair queue's lanes' credit of worker time (``<lane>`` -> ms,
+        negative in debt), their average run time (``<lane>:avg`` -> ms), the
+        queue's ``quantum`` (ms) and ``head`` (the lane whose turn a claim cut
+        short); see ``lua/includes/timeshare.lua``."""
+        return self._k("timeshare")
+
+    @property
     def ticks(self) -> str:
         """Hash: periodic schedule name -> its last enqueued tick (ms); ``<name>:job``
         -> that tick's job id."""

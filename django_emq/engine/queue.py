@@ -19,6 +19,7 @@ from redis.exceptions import NoScriptError, RedisClusterException
 
 from . import calls
 from .api import QueueAPI
+from .calls import COMPLETE_CLAIM_OUTCOMES
 from .control import BATCH, LaneControl
 from .exceptions import CorruptKeyspace, EnqueueError, JobError, check_code, script_error
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
@@ -45,6 +46,8 @@ from .records import (
     default_worker_id,
     encode_outcomes,
     error_text,
+    fairness_arg,
+    fairness_mode,
     parse_claims,
     parse_enqueued,
     positive_int,
@@ -91,6 +94,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
     ``max_depth`` the most pending jobs a lane may hold unless it sets its own
     (``None``: no limit), and ``rate`` a ``(count, per_seconds)`` limit on the
     jobs each lane starts, unless it sets its own (``None``: no limit).
+    ``fairness``: a turn is a number of jobs (``"count"``) or worker time (``"time"``).
     """
 
     def __init__(
@@ -105,6 +109,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
         history: int = DEFAULT_HISTORY,
         max_depth: int | None = None,
         rate: tuple[int, float | timedelta] | None = None,
+        fairness: str = "count",
     ) -> None:
         self.name = name
         self.keys = QueueKeys(name)
@@ -117,6 +122,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
         self.max_depth = None if max_depth is None else positive_int("max_depth", max_depth)
         #: The default rate limit of every lane, ``(count, per_ms)``; ``None``: none.
         self.rate = None if rate is None else rate_limit(*rate)
+        self.fairness = fairness_mode(fairness)
         self._scripts = Scripts(connection)
         #: A plain queue is a sharded queue of one.
         self.shards: tuple[Queue, ...] = (self,)
@@ -237,6 +243,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
             checked.max_jobs,
             self.history,
             rate_arg(self.rate),
+            fairness_arg(self.fairness),
         )
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
@@ -322,7 +329,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
             codes, flat = self._run(call)
         except redis.ResponseError as exc:
             return [], [script_error(exc)] * len(outcomes)
-        return parse_claims(flat), list(refusals(call.args[8::3], codes))
+        return parse_claims(flat), list(refusals(call.args[COMPLETE_CLAIM_OUTCOMES::3], codes))
 
     def complete_claim_call(
         self, encoded: Sequence[tuple[str, int, str | bytes]], request: ClaimRequest
@@ -347,6 +354,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
             limit,
             self.history,
             rate_arg(self.rate),
+            fairness_arg(self.fairness),
         )
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:

@@ -74,11 +74,12 @@ class QueueReads:
         k = self.keys
         names = [lane for lane, _ in ranked]
         pipe = self.connection.pipeline(transaction=False)
-        for key in (k.inflight, k.ceilings, k.weights, k.max_depths, k.rates):
+        for key in (k.inflight, k.ceilings, k.weights, k.max_depths, k.rates, k.timeshare):
             pipe.hmget(key, names)
         pipe.smismember(k.paused, names)
         pipe.zmscore(k.throttled, names)
-        inflight, ceilings, weights, max_depths, rates, paused, throttled = pipe.execute()
+        inflight, ceilings, weights, max_depths, rates, credits, paused, throttled = pipe.execute()
+        time_fair = getattr(self, "fairness", "count") == "time"
         return [
             LaneInfo(
                 lane,
@@ -90,6 +91,7 @@ class QueueReads:
                 None if max_depths[i] is None else int(max_depths[i]),
                 _rate(rates[i]),
                 None if throttled[i] is None else int(throttled[i]),
+                as_int(credits[i]) if time_fair else None,
             )
             for i, (lane, depth) in enumerate(ranked)
         ]

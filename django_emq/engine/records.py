@@ -156,6 +156,9 @@ class LaneInfo:
     rate: tuple[int, float] | None = None
     #: When a throttled lane may start its next job (server ms); ``None``: not throttled.
     throttled_until_ms: int | None = None
+    #: A time-fair queue's lane: its credit of worker time, ms (negative: in debt;
+    #: see docs/time-fair.md). ``None``: the queue is count-fair.
+    credit_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +196,24 @@ def rate_limit(count: object, per_seconds: object) -> tuple[int, int]:
         )
     assert isinstance(count, int)
     return count, per_ms
+
+
+#: How a queue shares its workers among lanes: ``count`` (a lane's turn is a
+#: number of jobs, the default) or ``time`` (a lane's turn is worker time:
+#: deficit round robin, ``lua/includes/timeshare.lua``).
+FAIRNESS_MODES = ("count", "time")
+
+
+def fairness_mode(value: object) -> str:
+    """``value`` checked to be one of ``FAIRNESS_MODES``; ``ValueError`` otherwise."""
+    if not isinstance(value, str) or value not in FAIRNESS_MODES:
+        raise ValueError(f"fairness must be 'count' or 'time', not {value!r}")
+    return value
+
+
+def fairness_arg(fairness: str) -> str:
+    """A queue's fairness as the claim scripts read it: ``time``, or '' for count-fair."""
+    return "time" if fairness == "time" else ""
 
 
 def rate_arg(rate: tuple[int, int] | None) -> str:

@@ -60,7 +60,11 @@ def plan(options: WorkerOptions) -> Plan:
     s = emq_settings()
     concurrency = _at_least_one("concurrency", options.concurrency)
     threads = options.threads or s.threads or min(concurrency, DEFAULT_THREADS)
-    prefetch = s.prefetch if options.prefetch is None else options.prefetch
+    # A job claimed ahead waits in the worker, and a time-fair queue would charge
+    # its lane for the wait: with a time-fair queue configured, none is, unless
+    # --prefetch says so (docs/time-fair.md).
+    time_fair = "time" in s.fairness.values()
+    prefetch = (1 if time_fair else s.prefetch) if options.prefetch is None else options.prefetch
     if isinstance(prefetch, bool) or not 1 <= prefetch <= MAX_PREFETCH:
         raise ValueError(f"prefetch must be 1 to {MAX_PREFETCH}, not {prefetch!r}")
     lease_ms = int((options.lease or s.lease) * 1000)

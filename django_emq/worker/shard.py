@@ -15,10 +15,19 @@ from typing import TYPE_CHECKING
 import redis
 
 from ..engine import calls
+from ..engine.calls import COMPLETE_CLAIM_OUTCOMES
 from ..engine.control import BATCH
 from ..engine.payload import text
 from ..engine.queue import Queue
-from ..engine.records import MAX_WEIGHT, Claim, error_text, parse_claims, rate_arg, refusals
+from ..engine.records import (
+    MAX_WEIGHT,
+    Claim,
+    error_text,
+    fairness_arg,
+    parse_claims,
+    rate_arg,
+    refusals,
+)
 from ..exceptions import UNAVAILABLE, JobError, check_code
 from .client import AsyncClient, AsyncScripts
 
@@ -65,6 +74,7 @@ class Shard:
                     want,
                     self.queue.history,
                     rate_arg(self.queue.rate),
+                    fairness_arg(self.queue.fairness),
                 )
             )
             return parse_claims(flat), []
@@ -78,9 +88,10 @@ class Shard:
             want,
             self.queue.history,
             rate_arg(self.queue.rate),
+            fairness_arg(self.queue.fairness),
         )
         codes, flat = await self.scripts(call)
-        return parse_claims(flat), refusals(call.args[8::3], codes)
+        return parse_claims(flat), refusals(call.args[COMPLETE_CLAIM_OUTCOMES::3], codes)
 
     async def retry(self, job_id: str, token: int, error: str, delay_ms: int) -> str:
         reply = await self.scripts(

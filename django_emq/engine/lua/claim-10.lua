@@ -31,6 +31,10 @@
                      or '' for none
   derived: <prefix>rates, <prefix>throttled, <prefix>g:<lane>:starts (see
            includes/rate.lua)
+  ARGV[8]  fairness  'time' for a time-fair queue (credit of worker time per
+                     lane, includes/timeshare.lua), '' for count-fair
+  derived: <prefix>timeshare (hash), a claimed row's `charge` (see
+           includes/timeshare.lua)
 
   A lane's own key of the wrong type ends the claim: with jobs claimed in
   earlier turns it returns them (the broken lane stays on the ring for the
@@ -49,6 +53,6 @@ local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
   stats = KEYS[9], turn = KEYS[10]}
 local out, broken = claimTurns(Q, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4],
-  tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] or '')
+  tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] or '', ARGV[8] or '')
 if broken and #out == 0 then fail(broken[1], broken[2]) end
 return out

@@ -13,7 +13,9 @@
   KEYS[8]  wake      list   wake tokens for parked workers
   derived: <prefix>job:<id> (hash) of each job, <prefix>g:<lane>:pending and
            <prefix>g:<lane>:active (zsets) of each job's lane, <prefix>unique
-           (hash, see includes/policies.lua: a finished job frees its key)
+           (hash, see includes/policies.lua: a finished job frees its key),
+           <prefix>timeshare and <prefix>weights (hashes, see
+           includes/timeshare.lua: a job's run time is charged to its lane)
   history: the keys of includes/history.lua (the finished window and this
            minute's `done`), written with pcall: a damaged history key never
            fails the script

@@ -26,7 +26,8 @@
   ARGV[6]  limit     at most this many jobs claimed in all (0: claim nothing)
   ARGV[7]  keep      how many of the latest claimers' ids a row keeps in `workers`
   ARGV[8]  rate      the queue's default rate limit per lane ('' for none)
-  ARGV[9..] one triple per completed job: id, token, result JSON
+  ARGV[9]  fairness  'time' for a time-fair queue, '' for count-fair
+  ARGV[10..] one triple per completed job: id, token, result JSON
 
   Returns {codes, claims}: one code per completed job as complete-8.lua
   answers them, and the claim's flat reply as claim-10.lua answers it. A key
@@ -41,11 +42,11 @@ local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
   stats = KEYS[9], turn = KEYS[10], wake = KEYS[11]}
 local prefix = ARGV[1]
-local codes = completeJobs(Q, prefix, tonumber(ARGV[2]), ARGV, 9)
+local codes = completeJobs(Q, prefix, tonumber(ARGV[2]), ARGV, 10)
 local limit = tonumber(ARGV[6])
 local claims = {}
 if limit > 0 then
   claims = claimTurns(Q, prefix, tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], limit,
-    tonumber(ARGV[7]), ARGV[8])
+    tonumber(ARGV[7]), ARGV[8], ARGV[9])
 end
 return {codes, claims}

@@ -14,7 +14,8 @@
   KEYS[7]  wake      list   wake tokens for parked workers
   KEYS[8]  weights   hash   lane -> weight
   derived: <prefix>g:<lane>:pending and :active (zsets) of each lane; on purge
-           <prefix>maxdepth, <prefix>rates (hashes), <prefix>throttled (zset)
+           <prefix>maxdepth, <prefix>rates, <prefix>timeshare (hashes: its
+           '<name>' and '<name>:avg'), <prefix>throttled (zset)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2..] pairs    name, mode: 'lane' (a lane id, validated by the caller)
@@ -41,6 +42,7 @@ for i = 2, #ARGV, 2 do
     n = n + (tonumber(redis.pcall('HDEL', prefix .. 'maxdepth', name)) or 0)
       + (tonumber(redis.pcall('HDEL', prefix .. 'rates', name)) or 0)
       + (tonumber(redis.pcall('ZREM', prefix .. 'throttled', name)) or 0)
+      + (tonumber(redis.pcall('HDEL', prefix .. 'timeshare', name, name .. ':avg')) or 0)
     if n > 0 then changed = changed + 1 end
   else
     local pendingKey = laneKey(prefix, name)

@@ -20,7 +20,9 @@
   KEYS[10] dead      zset   dead job ids by time of death (ms)
   derived: <prefix>g:<lane>:pending, <prefix>g:<lane>:active and
            <prefix>g:<lane>:dead (zsets), <prefix>job:<id> (hash), <prefix>unique
-           (hash, see includes/policies.lua: a dead job frees its unique key)
+           (hash, see includes/policies.lua: a dead job frees its unique key),
+           <prefix>timeshare and <prefix>weights (hashes, see
+           includes/timeshare.lua: the time held is charged to the job's lane)
 
   history: the keys of includes/history.lua (the finished window and this minute's `dead`),
            written with pcall: a damaged history key never fails the script
@@ -45,6 +47,7 @@
 -- @include "policies"
 -- @include "history"
 -- @include "tries"
+-- @include "timeshare"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -57,6 +60,7 @@ local now = nowMs()
 -- reads and checks: the expired leases, their rows, their lanes' keys
 checkQ(Q)
 local uniques = anyUnique(prefix)
+local ts = tsActive(prefix)  -- @timeshare
 local expired = redis.call('ZRANGEBYSCORE', Q.active, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 local jobs, checked = {}, {}
 for _, id in ipairs(expired) do
@@ -93,6 +97,7 @@ for _, job in ipairs(jobs) do
   local id, jk, row = job[1], job[2], job[3]
   local lane = row[1]
   if lane then
+    if ts then tsSettleAll(prefix, lane, {id}, now, Q.inflight) end  -- @timeshare
     local expiries = (tonumber(row[3]) or 0) + 1
     if expiries >= maxExpiries then
       bury(id, jk, lane, expiries, row)

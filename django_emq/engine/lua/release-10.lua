@@ -14,7 +14,8 @@
   KEYS[9]  wake      list   wake tokens for parked workers
   KEYS[10] job       hash   the job row
   derived: <prefix>g:<lane>:pending (zset) and <prefix>g:<lane>:active (zset)
-           of the job's lane
+           of the job's lane; <prefix>timeshare and <prefix>weights (hashes,
+           see includes/timeshare.lua: the time held is charged to the lane)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  id        the job id
@@ -25,12 +26,14 @@
 
   Returns 1, or -1 (no such job) / -2 (stale token); nothing changes then.
 ]]
+-- @include "now_ms"
 -- @include "check"
 -- @include "counter"
 -- @include "fence"
 -- @include "return_to_lane"
 -- @include "now_ms"
 -- @include "tries"
+-- @include "timeshare"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -40,7 +43,10 @@ local lane, tries = fence(jk, ARGV[3])
 if type(lane) == 'number' then return lane end
 checkQ(Q)
 checkLane(prefix, lane)
+local ts = tsActive(prefix)  -- @timeshare
+local now = nowMs()
 local seq = redis.call('HGET', jk, 'seq')
-returnToLane(Q, prefix, ARGV[2], lane, jk, seq, withTry({}, tries, nowMs(), 'r'))
+if ts then tsSettleAll(prefix, lane, {ARGV[2]}, now, Q.inflight) end
+returnToLane(Q, prefix, ARGV[2], lane, jk, seq, withTry({}, tries, now, 'r'))
 addCount(Q.stats, 'released', 1, 1)
 return 1

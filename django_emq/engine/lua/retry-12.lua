@@ -18,7 +18,9 @@
   KEYS[12] job       hash   the job row
   derived: <prefix>g:<lane>:pending, <prefix>g:<lane>:active and
            <prefix>g:<lane>:dead (zsets) of the job's lane, <prefix>unique
-           (hash, see includes/policies.lua: a dead job frees its unique key)
+           (hash, see includes/policies.lua: a dead job frees its unique key),
+           <prefix>timeshare and <prefix>weights (hashes, see
+           includes/timeshare.lua: the attempt's run time is charged to its lane)
 
   history: the keys of includes/history.lua (the finished window and this minute's `dead` or `retry`),
            written with pcall: a damaged history key never fails the script
@@ -51,6 +53,7 @@
 -- @include "policies"
 -- @include "history"
 -- @include "tries"
+-- @include "timeshare"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], schedule = KEYS[4],
   dead = KEYS[5], paused = KEYS[6], ceilings = KEYS[7], inflight = KEYS[8],
@@ -62,6 +65,7 @@ if type(lane) == 'number' then return lane end
 checkQ(Q)
 checkLane(prefix, lane)
 local uniques = anyUnique(prefix)
+local ts = tsActive(prefix)  -- @timeshare
 local row = redis.call('HMGET', jk, 'fails', 'max', 'errors', 'errors_total', 'seq')
 local fails = (tonumber(row[1]) or 0) + 1
 local max = tonumber(row[2]) or 1
@@ -70,6 +74,7 @@ local pendingKey = laneKey(prefix, lane)
 local now = nowMs()
 
 -- writes
+if ts then tsSettleAll(prefix, lane, {id}, now, Q.inflight) end  -- @timeshare
 leaveActive(Q, prefix, id, lane)
 redis.call('HSET', jk, unpack(withTry({'fails', fails, 'errors', errors,
   'errors_total', total, 'error', ARGV[4]}, tries, now, 'f' .. total)))

@@ -4,8 +4,9 @@
 -- @include "counter"
 -- @include "rate"
 -- @include "history"
+-- @include "timeshare"
 
--- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate): take up to
+-- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness): take up to
 -- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
 -- claim reply (11 entries per job, see claim-10.lua) and, when a lane's own
 -- key held the wrong type, {key, error} of that key (nil otherwise); the
@@ -34,14 +35,20 @@
 -- '<count>:<per_ms>' or ''): due throttled lanes rejoin the ring first; a
 -- rate-limited lane's turn serves no more than its window allows, and a lane
 -- whose window is full leaves the ring for `throttled`, as an empty one does.
+-- Time-fair share (includes/timeshare.lua; `fairness` 'time', else ''): the
+-- lane at the head is picked by its credit of worker time instead (lanes in
+-- debt rotate on unserved), served as many jobs as its credit covers, and
+-- charged for them; the `turn` hash is not used then.
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .weights, .inflight,
 -- .depths, .stats, .turn.
-local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
+local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness)
   -- Most queues set no weights or ceilings: then no turn looks them up.
   local weighted = guard(Q.weights, 'HLEN', Q.weights) > 0
   local capped = guard(Q.ceilings, 'HLEN', Q.ceilings) > 0
   checkQ(Q, {'onring', 'active', 'inflight', 'depths', 'stats'})
   local limited = rated(prefix, rate)
+  local ts = timeShare(Q, prefix, fairness, weighted)  -- @timeshare: nil unless time-fair
+  if ts then weighted = false end
   local dueNow = {}
   if limited then
     checkQ(Q, {'ring', 'paused'})
@@ -147,7 +154,10 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
   for turn = 1, turns do
     if claimed >= limit or suspect then break end
     local lane, credit
-    if weighted then
+    if ts then
+      lane, credit = tsLand(ts)  -- @timeshare: credit is the jobs its time credit covers
+      if not lane then break end
+    elseif weighted then
       lane = guard(Q.ring, 'LINDEX', Q.ring, 0)
       if not lane then break end
       credit = tonumber(redis.call('HGET', Q.weights, lane)) or 1
@@ -195,6 +205,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
       suspect = flag
       if taken == 0 then redis.call('ZREM', Q.depths, lane) end  -- the index said too many
       if taken > 0 then
+        if ts then tsCharge(ts, prefix, out, taken) end  -- @timeshare
         claimed = claimed + taken
         credit = credit - taken
         inflight = inflight + taken
@@ -212,7 +223,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
     end
     local throttled = count and rateTaken(prefix, lane, now, count, per, math.max(k, 0))
     local leaves = left <= 0 or (ceiling and inflight >= ceiling) or k <= 0 or throttled
-    if not weighted then
+    if not weighted and not ts then
       -- The lane is at the tail now: leave with RPOP when it is no longer serviceable.
       if leaves then
         redis.call('RPOP', Q.ring)
@@ -231,6 +242,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
     end
   end
   addLeases()
+  if ts and not broken then tsTurn(ts, turnLane) end  -- @timeshare: whose turn goes on
   if weighted then
     if turnLane then
       redis.call('HSET', Q.turn, 'lane', turnLane, 'credit', turnCredit)

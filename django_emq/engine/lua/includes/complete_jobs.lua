@@ -7,6 +7,7 @@
 -- @include "policies"
 -- @include "history"
 -- @include "tries"
+-- @include "timeshare"
 
 -- completeJobs(Q, prefix, ttl, argv, first): record the success of the jobs
 -- named in argv[first..] (one triple each: id, token, result JSON), each
@@ -20,7 +21,8 @@
 -- wrong type fails the whole call with nothing written.
 --
 -- A finished job frees the unique key it holds (includes/policies.lua), and
--- its running attempt ends 'd' (includes/tries.lua).
+-- settles the time its claim charged its lane (includes/timeshare.lua); its
+-- running attempt ends 'd' (includes/tries.lua).
 --
 -- Returns one code per job: 1 recorded, -1 no such job, -2 stale token.
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight, .stats, .wake.
@@ -60,9 +62,13 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   end
   if anyJoins then checkQ(Q, {'ring', 'wake'}) end
   local uniques = anyUnique(prefix)
+  local ts = tsActive(prefix)  -- @timeshare
 
   -- writes
   local now = nowMs()
+  if ts then  -- @timeshare: before the rows are rewritten or deleted
+    for _, lane in ipairs(lanes) do tsSettleAll(prefix, lane, byLane[lane], now, Q.inflight) end
+  end
   local ids = {}
   for _, i in ipairs(done) do
     local id = argv[i]
