@@ -10,10 +10,10 @@ just before it starts: one whose lease is not surely still this worker's
 instead (:meth:`~django_emq.worker.jobs.Job.may_start`).
 
 Sync jobs go to the threads in chunks: while jobs are very short (well under
-:data:`CHUNK_TARGET`), the jobs of one claim go to one thread together, which
-runs them in turn and hands their outcomes back at once (two crossings between
-the loop and the threads per chunk, not per job); longer jobs go one by one,
-each to the first free thread.
+:data:`CHUNK_TARGET`), several jobs of one claim go to one thread together,
+which runs them in turn (one hand-off to the thread per chunk, not per job;
+outcomes come back batched per wake-up of the loop); longer jobs go one by
+one, each to the first free thread.
 """
 
 from __future__ import annotations
