@@ -170,3 +170,34 @@ def state(q: Queue, job_id: str) -> str:
     row = q.job(job_id)
     assert row is not None
     return str(row["state"])
+
+
+def test_jobs_held_behind_a_long_sync_job_keep_their_leases(emq: redis.Redis) -> None:
+    """Short sync jobs go to a thread in chunks; one that blocks (here 3 s, twice
+    the lease) holds back the jobs claimed with it. The beat goes on extending
+    every lease the worker holds, so none of them expires, none runs twice, and
+    each completes once the long one is done."""
+    q = queue()
+    lane = LANES[0]
+    q.enqueue_many(
+        [{"lane": lane, "task_path": "tests.tasks.record", "args": [f"a{i}"]} for i in range(60)]
+    )
+    slow = q.enqueue(lane, "tests.tasks.slow", ["slow", 3.0])
+    behind = q.enqueue_many(
+        [{"lane": lane, "task_path": "tests.tasks.record", "args": [f"b{i}"]} for i in range(20)]
+    )
+    burst("--lease", "1.5")
+    order = runs(emq)
+    assert sorted(order) == sorted(
+        [f"a{i}" for i in range(60)] + ["start:slow", "end:slow"] + [f"b{i}" for i in range(20)]
+    )
+    assert order.index("end:slow") < order.index("b0")
+    rows = [q.job(e.job_id) for e in [slow, *behind]]
+    assert all(row is not None and row["state"] == "done" for row in rows)
+    assert {row["attempts"] for row in rows if row is not None} == {"1"}
+    # the first jobs behind it were claimed while it ran, and held past one lease
+    first = q.job(behind[0].job_id)
+    assert first is not None
+    assert int(first["finished"]) - int(first["claimed"]) > 1500
+    assert emq.zcard(q.keys.active) == 0
+    check_invariants(q)

@@ -8,6 +8,12 @@ so a claim asks for exactly the slots that are free. Every job is checked
 just before it starts: one whose lease is not surely still this worker's
 (lost, or its deadline close by the worker's own clock) is handed back
 instead (:meth:`~django_emq.worker.jobs.Job.may_start`).
+
+Sync jobs go to the threads in chunks: while jobs are very short (well under
+:data:`CHUNK_TARGET`), several jobs of one claim go to one thread together,
+which runs them in turn (one hand-off to the thread per chunk, not per job;
+outcomes come back batched per wake-up of the loop); longer jobs go one by
+one, each to the first free thread.
 """
 
 from __future__ import annotations
@@ -27,17 +33,18 @@ from django.tasks.signals import task_finished, task_started
 
 from ..engine.queue import Claim
 from ..exceptions import JobError
+from . import logs
 from .execute import (
     Done,
     Failed,
     Outcome,
     Policy,
     aexecute,
-    execute,
     failed,
     is_async,
     load_task,
-    running_result,
+    result_of,
+    run_chunk,
 )
 from .jobs import Job
 from .logs import job_line
@@ -45,7 +52,7 @@ from .options import Plan
 from .outcomes import CALL_ERRORS, Outcomes, Success
 from .shard import Shard
 from .signals import listening, send_all, send_batch
-from .threads import Threads
+from .threads import Finished, Threads
 
 logger = logging.getLogger("django_emq.worker")
 
@@ -53,6 +60,9 @@ logger = logging.getLogger("django_emq.worker")
 BATCH_TARGET = 0.01
 #: How much of the lease must be left, by the worker's own clock, for a job to start.
 START_MARGIN = 0.25
+#: Sync jobs handed to one thread together hold about this much work (their
+#: average so far); longer jobs go one per thread.
+CHUNK_TARGET = 0.0005
 
 
 class Core:
@@ -71,6 +81,8 @@ class Core:
         self.claimed = 0
         self.counts: Counter[str] = Counter()
         self.window = 0
+        #: Sync jobs handed to a thread at once (see CHUNK_TARGET).
+        self.chunk = 1
         self._average: float | None = None
         self._running_async = 0
         self._waiting_async: deque[Job] = deque()
@@ -78,7 +90,7 @@ class Core:
         #: Something changed: a job ended, slots freed, the worker was told to stop.
         self.changed = asyncio.Event()
         self.outcomes = Outcomes(self._recorded, plan.lease_ms, plan.worker_id)
-        self.threads = Threads(plan.threads, self._run_sync, self._delivered)
+        self.threads = Threads(plan.threads, self._run_chunk, self._delivered)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     async def wait(self, timeout: float | None = None) -> None:
@@ -112,6 +124,7 @@ class Core:
         """Claims that came back (``sent``: when the claim was sent, monotonic):
         held from now on (the beat extends them), dispatched in claim order."""
         lease = self.plan.lease_s
+        sync: list[Job] = []
         for claim in claims:
             job = Job(shard, claim, sent + lease)
             self.held[claim.job_id] = job
@@ -119,9 +132,13 @@ class Core:
             self.claimed += 1
             if claim.expiries:
                 self.suspects += 1
-            self._dispatch(job)
+            self._dispatch(job, sync)
+        if self._waiting_async:
+            self._start_async()
+        for i in range(0, len(sync), self.chunk):  # sync jobs to the threads, in chunks
+            self.threads.submit(sync[i : i + self.chunk])
 
-    def _dispatch(self, job: Job) -> None:
+    def _dispatch(self, job: Job, sync: list[Job]) -> None:
         loaded = load_task(job.claim, self.policy)
         if isinstance(loaded, Failed):  # it can never run here: recorded at once
             self._ran(job, loaded)
@@ -129,16 +146,10 @@ class Core:
         job.task = loaded
         if job.claim.expiries:  # it may kill this worker: nothing else in flight then
             self.spawn(self._start_suspect(job))
-        else:
-            self._queue(job)
-
-    def _queue(self, job: Job) -> None:
-        assert job.task is not None
-        if is_async(job.task):
+        elif is_async(loaded):
             self._waiting_async.append(job)
-            self._start_async()
         else:
-            self.threads.submit(job)
+            sync.append(job)
 
     async def _start_suspect(self, job: Job) -> None:
         """A job whose lease expired before (it may have killed its worker) starts
@@ -148,7 +159,12 @@ class Core:
             await self.outcomes.flush_all()
             if self.outcomes.sending:  # a claim is carrying some: wait for its answer
                 await self.wait(0.05)
-        self._queue(job)
+        assert job.task is not None
+        if is_async(job.task):
+            self._waiting_async.append(job)
+            self._start_async()
+        else:
+            self.threads.submit([job])
 
     # -- running -----------------------------------------------------------------
 
@@ -164,17 +180,20 @@ class Core:
             assert job.task is not None
             self._running_async += 1
             job.started = time.monotonic()
+            job.started_at = time.time()
+            batch.append(job)
+        if not batch:
+            return
+        signals = listening(task_started)
+        for job in [j for j in batch if signals or j.task.takes_context]:  # type: ignore[union-attr]
             try:
-                job.result = running_result(
-                    job.task, job.claim, self.policy.alias, self.policy.use_tz
-                )
+                job.result = result_of(job, self.policy)
             except Exception as exc:  # a bug around the task: the job fails, not the worker
                 self._running_async -= 1
+                batch.remove(job)
                 job.ended = job.started
                 self._ran(job, failed(exc, job.claim.token, self.policy))
-                continue
-            batch.append(job)
-        if batch and listening(task_started):
+        if batch and signals:
             self.spawn(self._started_then_run(batch))
         else:
             for job in batch:
@@ -187,10 +206,9 @@ class Core:
 
     async def _run_async(self, job: Job) -> None:
         assert job.task is not None
-        assert job.result is not None
         outcome: Outcome
         try:
-            outcome = await aexecute(job.task, job.result, job.claim.token, self.policy)
+            outcome = await aexecute(job.task, job.claim, job.result, self.policy)
         except BaseException as exc:  # a bug around the task: the job fails, not the worker
             outcome = failed(exc, job.claim.token, self.policy)
         finally:
@@ -199,19 +217,9 @@ class Core:
         self._ran(job, outcome)
         self._start_async()
 
-    def _run_sync(self, job: Job) -> Outcome | None:
-        """On a worker thread: run ``job``, or ``None`` when it may not start."""
-        assert job.task is not None
-        if self.stopping or not job.may_start(self.margin):
-            return None
-        job.started = time.monotonic()
-        try:
-            job.result = running_result(job.task, job.claim, self.policy.alias, self.policy.use_tz)
-            return execute(job.task, job.result, job.claim.token, self.policy)
-        except BaseException as exc:  # a bug around the task: the job fails, not the thread
-            return failed(exc, job.claim.token, self.policy)
-        finally:
-            job.ended = time.monotonic()
+    def _run_chunk(self, chunk: deque[Job], finished: Finished) -> None:
+        """On a worker thread (see :func:`.execute.run_chunk`)."""
+        run_chunk(chunk, finished, self.policy, self.margin, lambda: self.stopping)
 
     def _delivered(self, done: list[tuple[Job, Outcome | None]]) -> None:
         for job, outcome in done:
@@ -233,7 +241,7 @@ class Core:
         if self.held.get(job.job_id) is not job:  # released meanwhile (past the grace)
             return
         if job.started:
-            self._learn(job.duration)
+            self._learn(job.ended - job.started)
         if isinstance(outcome, Done):  # recorded later, with a claim: the slot is free now
             self._stopped_executing(job)
             self.outcomes.add(Success(job, outcome.encoded, outcome.value))
@@ -253,6 +261,9 @@ class Core:
             0.8 * self._average + 0.2 * duration
         )  # fmt: skip
         self.window = min(self.plan.prefetch - 1, int(BATCH_TARGET / max(avg, 1e-5)))
+        # at least two chunks per full claim: slots free up while the second runs
+        half = (self.plan.concurrency + self.window) // 2
+        self.chunk = max(1, min(int(CHUNK_TARGET / max(avg, 1e-6)), half))
 
     async def _record_failure(self, job: Job, failed: Failed) -> None:
         try:
@@ -264,22 +275,23 @@ class Core:
             self._stopped_executing(job)
         job.settled = True
         self.ended(job, state, failed.reason)
-        if state == "dead" and job.result is not None:
+        if state == "dead" and job.started:
             self._announce([(job, TaskResultStatus.FAILED, None)])
 
     def _recorded(self, batch: list[Success], refusals: list[Exception | None]) -> None:
         """Successes recorded (``None``) or refused: settled, announced."""
         announce = []
-        for success, error in zip(batch, refusals, strict=True):
-            job = success.job
-            job.settled = True
-            if error is None:
-                self.ended(job, "done")
-                announce.append((job, TaskResultStatus.SUCCESSFUL, success.value))
-            elif isinstance(error, JobError):
-                self.ended(job, "stale", "lease lost to a newer attempt; outcome refused")
-            else:
-                self.ended(job, "stale", f"the worker failed to record its outcome ({error!r})")
+        with logs.batch():
+            for success, error in zip(batch, refusals, strict=True):
+                job = success.job
+                job.settled = True
+                if error is None:
+                    self.ended(job, "done")
+                    announce.append((job, TaskResultStatus.SUCCESSFUL, success.value))
+                elif isinstance(error, JobError):
+                    self.ended(job, "stale", "lease lost to a newer attempt; outcome refused")
+                else:
+                    self.ended(job, "stale", f"the worker failed to record its outcome ({error!r})")
         self._announce(announce)
 
     def _not_started(self, job: Job) -> None:
@@ -312,13 +324,20 @@ class Core:
         """``task_finished`` for each recorded job, when anything listens: sync
         tasks' from a worker thread (after the jobs handed to it before), coroutine
         tasks' in one hand-off (see :mod:`.signals`)."""
-        if not items or not listening(task_finished):
+        if not items:
+            return
+        failures = any(status == TaskResultStatus.FAILED for _, status, _ in items)
+        if not listening(task_finished, logging.ERROR if failures else logging.INFO):
             return
         sync: list[TaskResult[Any, Any]] = []
         coros: list[TaskResult[Any, Any]] = []
         for job, status, value in items:
             if job.result is None:
-                continue
+                try:
+                    job.result = result_of(job, self.policy)
+                except Exception:
+                    logger.exception("job %s: could not build its TaskResult", job.job_id)
+                    continue
             result = finished_result(job.result, status, value)
             (coros if job.task is not None and is_async(job.task) else sync).append(result)
         if sync:

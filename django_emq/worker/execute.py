@@ -4,7 +4,10 @@ after a delay or dead now). Nothing here talks to Valkey: recording is the
 caller's, so whatever goes wrong with one job stays with that job.
 
 :func:`execute` runs a sync task (on a worker thread, database connections
-closed around it); :func:`aexecute` awaits a coroutine task on the event loop.
+closed around it by the caller); :func:`aexecute` awaits a coroutine task on
+the event loop. A job's ``TaskResult`` is built only when something needs it
+(a signal receiver, or a task that takes its context): a no-op job then costs
+the worker little more than its call.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import random
+import time
 import traceback
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from inspect import iscoroutinefunction
@@ -29,6 +35,8 @@ from ..engine.payload import encode_result
 from ..engine.records import Claim
 from ..exceptions import CorruptJob, InvalidArguments, JobCancelled
 from ..jobs import stop_when_cancelled
+from .jobs import Job
+from .signals import listening
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,24 +107,38 @@ def _import(path: str) -> Any:
     return import_string(path)
 
 
-@functools.lru_cache(maxsize=1024)
 def is_async(task: Task[Any, Any]) -> bool:
-    return iscoroutinefunction(task.func)
+    """Whether ``task`` is a coroutine task (looked up by its function, which
+    hashes cheaply: a ``Task`` hashes all its fields)."""
+    func = task.func
+    found = _async.get(func)
+    if found is None:
+        found = _async[func] = iscoroutinefunction(func)
+    return found
+
+
+_async: dict[Any, bool] = {}
 
 
 def running_result(
-    task: Task[Any, Any], claim: Claim, alias: str, use_tz: bool = True
+    task: Task[Any, Any],
+    claim: Claim,
+    alias: str,
+    use_tz: bool = True,
+    started: float | None = None,
 ) -> TaskResult[Any, Any]:
     """The RUNNING ``TaskResult`` a claim stands for (its arguments decoded once,
-    by the claim)."""
+    by the claim); ``started``: when this attempt started (epoch seconds; now
+    when not given)."""
     tz = UTC if use_tz else None
+    attempted = datetime.now(tz) if started is None else _moment(int(started * 1000), tz)
     return TaskResult(
         task=task,
         id=claim.job_id,
         status=TaskResultStatus.RUNNING,
         enqueued_at=_moment(claim.enqueued_ms, tz),
         started_at=_moment(claim.started_ms, tz),
-        last_attempted_at=datetime.now(tz),
+        last_attempted_at=attempted,
         finished_at=None,
         args=claim.args,
         kwargs=claim.kwargs,
@@ -124,6 +146,12 @@ def running_result(
         errors=[],
         worker_ids=list(claim.worker_ids),
     )
+
+
+def result_of(job: Job, policy: Policy) -> TaskResult[Any, Any]:
+    """The RUNNING ``TaskResult`` of a job that started."""
+    assert job.task is not None
+    return running_result(job.task, job.claim, policy.alias, policy.use_tz, job.started_at)
 
 
 def _moment(ms: int, tz: Any) -> datetime | None:
@@ -135,36 +163,84 @@ def _moment(ms: int, tz: Any) -> datetime | None:
 
 
 def execute(
-    task: Task[Any, Any], result: TaskResult[Any, Any], attempt: int, policy: Policy
+    task: Task[Any, Any], claim: Claim, result: TaskResult[Any, Any] | None, policy: Policy
 ) -> Outcome:
-    """Run a sync task (on a worker thread): ``task_started``, the call, the
-    result checked; database connections closed before and after."""
-    close_old_connections()
+    """Run a sync task (on a worker thread): ``task_started`` first when there is
+    a ``result`` (something listens, or the task takes its context), then the
+    call, the result checked. The caller closes database connections around it."""
     try:
-        task_started.send(FairLanesBackend, task_result=result)
-        if task.takes_context:
-            value = task.func(TaskContext(task_result=result), *result.args, **result.kwargs)
+        if result is None:
+            value = task.func(*claim.args, **claim.kwargs)
         else:
-            value = task.func(*result.args, **result.kwargs)
-        return finish(value, attempt, policy)
+            task_started.send(FairLanesBackend, task_result=result)
+            if task.takes_context:
+                value = task.func(TaskContext(task_result=result), *result.args, **result.kwargs)
+            else:
+                value = task.func(*result.args, **result.kwargs)
+        return finish(value, claim.token, policy)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt from a task fail it too
-        return failed(exc, attempt, policy)
-    finally:
-        close_old_connections()
+        return failed(exc, claim.token, policy)
+
+
+def run_chunk(
+    chunk: deque[Job],
+    finished: Callable[[Job, Outcome | None], None],
+    policy: Policy,
+    margin: float,
+    stopping: Callable[[], bool],
+) -> None:
+    """On a worker thread: run the jobs of ``chunk`` in turn (taken from its left
+    one at a time: the loop may take the rest back), telling ``finished`` each
+    one's outcome, or ``None`` for one that may not start (``stopping``, or its
+    lease not surely the worker's for ``margin`` seconds). Database connections
+    are closed before the first job runs and after each one (what ends one job
+    begins the next: nothing else runs on the thread between them)."""
+    signals = listening(task_started)
+    fresh = True
+    while True:
+        try:
+            job = chunk.popleft()
+        except IndexError:
+            return
+        if stopping() or not job.may_start(margin):
+            finished(job, None)
+            continue
+        finished(job, _run_sync(job, policy, signals, fresh))
+        fresh = False
+
+
+def _run_sync(job: Job, policy: Policy, signals: bool, fresh: bool) -> Outcome:
+    task = job.task
+    assert task is not None
+    job.started = time.monotonic()
+    job.started_at = time.time()
+    try:
+        try:
+            if fresh:
+                close_old_connections()
+            if signals or task.takes_context:
+                job.result = result_of(job, policy)
+            return execute(task, job.claim, job.result, policy)
+        finally:
+            job.ended = time.monotonic()
+            close_old_connections()
+    except BaseException as exc:  # a bug around the task: the job fails, not the thread
+        return failed(exc, job.claim.token, policy)
 
 
 async def aexecute(
-    task: Task[Any, Any], result: TaskResult[Any, Any], attempt: int, policy: Policy
+    task: Task[Any, Any], claim: Claim, result: TaskResult[Any, Any] | None, policy: Policy
 ) -> Outcome:
     """Await a coroutine task on the event loop (its ``task_started`` is the
-    caller's: coroutine jobs start in batches, see :mod:`.signals`)."""
+    caller's: coroutine jobs start in batches, see :mod:`.signals`); ``result``
+    is there when a signal or the task's context needs it."""
     try:
-        if task.takes_context:
-            return await _cancellable(task, TaskContext(task_result=result), attempt, policy)
-        value = await task.func(*result.args, **result.kwargs)
-        return finish(value, attempt, policy)
+        if result is not None and task.takes_context:
+            return await _cancellable(task, TaskContext(task_result=result), claim.token, policy)
+        value = await task.func(*claim.args, **claim.kwargs)
+        return finish(value, claim.token, policy)
     except BaseException as exc:  # CancelledError included: the worker is going away
-        return failed(exc, attempt, policy)
+        return failed(exc, claim.token, policy)
 
 
 async def _cancellable(

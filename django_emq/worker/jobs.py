@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 
 @dataclass(eq=False, slots=True)
 class Job:
-    """One claimed job. The event loop owns every field but ``started``, which
-    the thread that runs a sync job sets (a plain store: the loop only reads it).
+    """One claimed job. The event loop owns every field but ``started``,
+    ``started_at``, ``ended`` and ``result``, which the thread that runs a sync
+    job sets (plain stores, before it hands the job back).
     """
 
     shard: Shard
@@ -29,6 +30,8 @@ class Job:
     result: TaskResult[Any, Any] | None = None
     #: When it started (monotonic); 0 while it waits (prefetched).
     started: float = 0.0
+    #: When it started (epoch seconds), for its ``TaskResult``.
+    started_at: float = 0.0
     #: When it finished running (monotonic); 0 until then.
     ended: float = 0.0
     #: An extension was refused: the lease moved on (reaped, deleted), so it is

@@ -3,7 +3,12 @@ many at a time, and a signal's sync receivers (Django's own logging ones are
 always connected) must not run on the event loop, where a receiver that
 touches the ORM would fail. So each batch is sent from one thread, in one
 hand-off (``sync_to_async``, Django's thread for sync code: async receivers
-still run on the loop), instead of one hand-off per job and signal."""
+still run on the loop), instead of one hand-off per job and signal.
+
+A signal whose only receiver is Django's own log receiver, while the
+``django.tasks`` logger would drop its line (``run_emq_worker`` at its default
+verbosity), is not sent at all: sending it could change nothing, and skipping
+it spares the job its ``TaskResult`` (see :func:`listening`)."""
 
 from __future__ import annotations
 
@@ -14,15 +19,35 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from django.dispatch import Signal
 from django.tasks import TaskResult
+from django.tasks import signals as django_signals
 
 from ..backend import FairLanesBackend
 
 logger = logging.getLogger("django_emq.worker")
 
 
-def listening(signal: Signal) -> bool:
-    """Whether anything would receive ``signal`` from the worker (cheap when nothing is)."""
-    return bool(signal.receivers) and signal.has_listeners(FairLanesBackend)
+#: Django's own receivers that only log a line to ``django.tasks`` (at INFO,
+#: ERROR for a failed job).
+LOG_RECEIVERS = frozenset(
+    getattr(django_signals, name)
+    for name in ("log_task_started", "log_task_finished")
+    if hasattr(django_signals, name)
+)
+tasks_logger = logging.getLogger("django.tasks")
+
+
+def listening(signal: Signal, level: int = logging.INFO) -> bool:
+    """Whether sending ``signal`` from the worker could do anything: some receiver
+    is connected that is not one of Django's log receivers, or the
+    ``django.tasks`` logger would write their lines at ``level`` (ERROR when a
+    batch holds a failed job). Cheap when nothing is connected; one look at the
+    receivers otherwise (once per batch of jobs)."""
+    if not signal.receivers:
+        return False
+    sync, asynchronous = signal._live_receivers(FairLanesBackend)
+    if asynchronous:
+        return True
+    return any(r not in LOG_RECEIVERS or tasks_logger.isEnabledFor(level) for r in sync)
 
 
 def send_all(signal: Signal, results: list[TaskResult[Any, Any]]) -> None:

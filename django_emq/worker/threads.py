@@ -1,11 +1,17 @@
-"""The threads sync tasks run on: a fixed number of them take jobs from one
-queue in order, and hand outcomes back to the event loop in batches (one
+"""The threads sync tasks run on: a fixed number of them take chunks of jobs
+(one job, or several very short ones) from one queue in order, run each
+chunk's jobs in turn, and hand outcomes back to the event loop in batches (one
 wake-up of the loop for all the outcomes that came in meanwhile), so a stream
-of short sync jobs does not pay a thread hand-off per job."""
+of short sync jobs does not pay two thread hand-offs per job.
+
+A chunk is a deque the loop can still reach: jobs of a chunk that have not
+started when the worker stops are taken back (:meth:`Threads.take_back`),
+even while the job before them runs."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 import time
@@ -15,22 +21,27 @@ from typing import Any
 
 from .jobs import Job
 
-#: What a thread does with a job: run it and answer its outcome, or ``None``
-#: when it may not start (the worker is stopping, or its lease is not safe).
-Runner = Callable[[Job], Any]
+#: One job's outcome, handed back: ``(job, outcome)``, the outcome ``None`` for
+#: a job that may not start (the worker is stopping, or its lease is not safe).
+Finished = Callable[[Job, Any], None]
+#: What a thread does with a chunk: take its jobs from the left one at a time,
+#: run each and tell ``Finished`` its outcome.
+Runner = Callable[["deque[Job]", Finished], None]
 #: Where outcomes go, on the loop: ``[(job, outcome or None), ...]``.
 Deliver = Callable[[list[tuple[Job, Any]]], None]
 
 
 class Threads:
-    """``size`` daemon threads running :data:`Runner` on submitted jobs."""
+    """``size`` daemon threads running :data:`Runner` on submitted chunks."""
 
     def __init__(self, size: int, run: Runner, deliver: Deliver) -> None:
         self.size = size
         self._run = run
         self._deliver = deliver
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: queue.SimpleQueue[Job | Callable[[], None] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[deque[Job] | Callable[[], None] | None] = queue.SimpleQueue()
+        #: Every chunk submitted and not finished, by id (queued or running).
+        self._chunks: dict[int, deque[Job]] = {}
         self._done: deque[tuple[Job, Any]] = deque()
         self._poked = False
         self._threads: list[threading.Thread] = []
@@ -42,31 +53,29 @@ class Threads:
             thread.start()
             self._threads.append(thread)
 
-    def submit(self, job: Job) -> None:
-        self._queue.put(job)
+    def submit(self, jobs: list[Job]) -> None:
+        """``jobs``: one chunk, run in turn on one thread."""
+        chunk = deque(jobs)
+        self._chunks[id(chunk)] = chunk
+        self._queue.put(chunk)
 
     def call(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on a thread, after the jobs submitted before it."""
         self._queue.put(fn)
 
     def waiting(self) -> int:
-        """Submitted items no thread has taken yet."""
+        """Submitted chunks (and calls) no thread has taken yet."""
         return self._queue.qsize()
 
     def take_back(self) -> list[Job]:
-        """The submitted jobs no thread has taken (they will not start)."""
-        jobs, calls = [], []
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(item, Job):
-                jobs.append(item)
-            elif item is not None:
-                calls.append(item)
-        for fn in calls:  # not jobs: they still run
-            self._queue.put(fn)
+        """The submitted jobs no thread has started (they will not start)."""
+        jobs: list[Job] = []
+        for chunk in list(self._chunks.values()):
+            while True:
+                try:
+                    jobs.append(chunk.popleft())
+                except IndexError:
+                    break
         return jobs
 
     def stop(self, timeout: float = 2.0) -> None:
@@ -85,18 +94,21 @@ class Threads:
             item = self._queue.get()
             if item is None:
                 return
-            if not isinstance(item, Job):
+            if not isinstance(item, deque):
                 item()
                 continue
-            outcome = self._run(item)
-            self._done.append((item, outcome))
-            if not self._poked:
-                self._poked = True
-                assert self._loop is not None
-                try:
-                    self._loop.call_soon_threadsafe(self._hand_over)
-                except RuntimeError:  # the loop is closed: the worker is gone
-                    return
+            try:
+                self._run(item, self._finished)
+            finally:
+                self._chunks.pop(id(item), None)
+
+    def _finished(self, job: Job, outcome: Any) -> None:
+        self._done.append((job, outcome))
+        if not self._poked:
+            self._poked = True
+            assert self._loop is not None
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the worker is gone
+                self._loop.call_soon_threadsafe(self._hand_over)
 
     def _hand_over(self) -> None:
         self._poked = False

@@ -18,6 +18,7 @@ from django.utils import autoreload
 from django_emq.backend import FairLanesBackend
 from django_emq.engine.records import WORKER_ID_RE
 from django_emq.worker import Worker, WorkerOptions
+from django_emq.worker.logs import LineFormatter, LineHandler
 
 LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
 #: Seconds between tries to start while no node of a cluster answers.
@@ -78,8 +79,8 @@ def configure_logging(level: int) -> None:
         not isinstance(h, logging.NullHandler) for h in emq.handlers
     ):
         return
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler = LineHandler()
+    handler.setFormatter(LineFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     emq.addHandler(handler)
     tasks = logging.getLogger("django.tasks")
     tasks.addHandler(handler)

