@@ -78,7 +78,8 @@ class QueueReads:
             pipe.hmget(key, names)
         pipe.smismember(k.paused, names)
         pipe.zmscore(k.throttled, names)
-        inflight, ceilings, weights, max_depths, rates, paused, throttled = pipe.execute()
+        pipe.hmget(k.tenants, names)
+        inflight, ceilings, weights, max_depths, rates, paused, throttled, tenants = pipe.execute()
         return [
             LaneInfo(
                 lane,
@@ -90,6 +91,7 @@ class QueueReads:
                 None if max_depths[i] is None else int(max_depths[i]),
                 _rate(rates[i]),
                 None if throttled[i] is None else int(throttled[i]),
+                None if tenants[i] is None else text(tenants[i]),
             )
             for i, (lane, depth) in enumerate(ranked)
         ]

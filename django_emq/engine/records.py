@@ -66,6 +66,9 @@ class JobSpec:
     #: ``(schedule name, tick ms)``: a periodic schedule's tick, enqueued once
     #: however many workers try (the schedule's last tick must be older).
     tick: tuple[str, int] | None = None
+    #: The lane's tenant (a tenant id): workers rotate across tenants first, then
+    #: across the lanes of each. ``None`` keeps the lane's recorded tenant.
+    tenant: str | None = None
 
     @classmethod
     def of(cls, job: JobSpec | Mapping[str, Any]) -> JobSpec:
@@ -156,6 +159,8 @@ class LaneInfo:
     rate: tuple[int, float] | None = None
     #: When a throttled lane may start its next job (server ms); ``None``: not throttled.
     throttled_until_ms: int | None = None
+    #: The lane's tenant (``None``: untenanted; see ``engine/tenants.py``).
+    tenant: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,9 +30,13 @@
   ARGV[12] schedule      the periodic schedule whose tick this job is; '' for none
   ARGV[13] tick          that tick's time (epoch ms): enqueued once, by whoever
                          claims it first (the schedule's last tick is older)
+  ARGV[14] tenant        the lane's tenant (validated by the caller); '' keeps the
+                         recorded one. Recorded only while the lane is idle
+                         (includes/tenants.lua: recordTenant)
   derived: <prefix>maxdepth, <prefix>unique, <prefix>ticks (hashes, see
            includes/policies.lua); <prefix>m:<minute> (hash,
-           includes/history.lua)
+           includes/history.lua); <prefix>tenants, <prefix>t:<tenant>:ring
+           (includes/tenants.lua)
 
   Returns {1, state, enq} when enqueued (state 'pending' or 'scheduled'),
           {0, state, enq} when the id exists already (nothing changed),
@@ -49,6 +53,7 @@
 -- @include "ring"
 -- @include "policies"
 -- @include "history"
+-- @include "tenants"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -80,6 +85,9 @@ local due = tonumber(ARGV[7])
 local state = 'pending'
 if due > now then state = 'scheduled' end
 local joins = false
+-- [tenants] the tenant to record and the rings it may touch
+local tenant = ARGV[14] or ''
+if checkTenantOf(prefix, lane, tenant) or tenant ~= '' then checkQ(Q, {'onring', 'inflight'}) end
 if state == 'scheduled' then
   checkQ(Q, {'schedule', 'stats'})
 else
@@ -96,6 +104,7 @@ redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
 addCount(Q.stats, 'enqueued', 1, 1)
 if unique ~= '' then holdUnique(prefix, lane, unique, id, jk) end
 if schedule ~= '' then takeTick(prefix, schedule, ARGV[13], id) end
+recordTenant(Q, prefix, lane, tenant)  -- [tenants]
 countEvent(prefix, now, 'enq', 1)
 
 if state == 'scheduled' then

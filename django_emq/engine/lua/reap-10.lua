@@ -62,6 +62,7 @@ for _, id in ipairs(expired) do
   local row = guard(jk, 'HMGET', jk, 'group', 'worker', 'expiries', 'errors', 'errors_total', 'seq')
   if row[1] and not checked[row[1]] then
     checkLane(prefix, row[1])
+    checkTenantOf(prefix, row[1])  -- [tenants]
     checked[row[1]] = true
   end
   jobs[#jobs + 1] = {id, jk, row}

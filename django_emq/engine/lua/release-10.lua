@@ -37,6 +37,7 @@ local lane = fence(jk, ARGV[3])
 if type(lane) == 'number' then return lane end
 checkQ(Q)
 checkLane(prefix, lane)
+checkTenantOf(prefix, lane)  -- [tenants]
 returnToLane(Q, prefix, ARGV[2], lane, jk, redis.call('HGET', jk, 'seq'))
 addCount(Q.stats, 'released', 1, 1)
 return 1

@@ -59,6 +59,7 @@ if type(lane) == 'number' then return lane end
 -- reads and checks
 checkQ(Q)
 checkLane(prefix, lane)
+checkTenantOf(prefix, lane)  -- [tenants]
 local uniques = anyUnique(prefix)
 local row = redis.call('HMGET', jk, 'fails', 'max', 'errors', 'errors_total', 'seq')
 local fails = (tonumber(row[1]) or 0) + 1

@@ -4,6 +4,7 @@
 -- @include "counter"
 -- @include "rate"
 -- @include "history"
+-- @include "tenants"
 
 -- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate): take up to
 -- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
@@ -34,6 +35,9 @@
 -- '<count>:<per_ms>' or ''): due throttled lanes rejoin the ring first; a
 -- rate-limited lane's turn serves no more than its window allows, and a lane
 -- whose window is full leaves the ring for `throttled`, as an empty one does.
+-- Tenants (includes/tenants.lua): a turn that lands on a tenant's entry
+-- serves the lane its own ring turns to, and the tenant's ring follows; the
+-- top ring then treats the entry as it treats a lane.
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .weights, .inflight,
 -- .depths, .stats, .turn.
 local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
@@ -41,6 +45,9 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
   local weighted = guard(Q.weights, 'HLEN', Q.weights) > 0
   local capped = guard(Q.ceilings, 'HLEN', Q.ceilings) > 0
   checkQ(Q, {'onring', 'active', 'inflight', 'depths', 'stats'})
+  -- [tenants] whether any entry of the ring may be a tenant's
+  local tenanted = anyTenants(prefix)
+  if tenanted and weighted then expectType(prefix .. 'tturns', 'hash') end
   local limited = rated(prefix, rate)
   local dueNow = {}
   if limited then
@@ -164,6 +171,15 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
       if not lane then break end
       credit = 1
     end
+    -- [tenants] a tenant's entry: serve the lane its ring turns to
+    local tenantTurn = nil
+    if tenanted and isEntry(lane) then
+      lane, credit, tenantTurn = tenantPick(Q, prefix, lane, credit, weighted, capped)
+      if not lane then
+        broken = tenantTurn
+        break
+      end
+    end
     local pendingKey = laneKey(prefix, lane)
     local k = credit
     if limit - claimed < k then k = limit - claimed end
@@ -212,6 +228,13 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
     end
     local throttled = count and rateTaken(prefix, lane, now, count, per, math.max(k, 0))
     local leaves = left <= 0 or (ceiling and inflight >= ceiling) or k <= 0 or throttled
+    -- [tenants] the tenant's ring follows; from here on `lane` is the tenant's entry
+    local again = false
+    if tenantTurn then
+      leaves, credit, lane, again = tenantDone(Q, prefix, tenantTurn, math.max(k, 0), leaves,
+        weighted, claimed < limit and not suspect)
+      turnLane = nil
+    end
     if not weighted then
       -- The lane is at the tail now: leave with RPOP when it is no longer serviceable.
       if leaves then
@@ -221,6 +244,9 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
     elseif leaves then
       redis.call('LPOP', Q.ring)
       redis.call('SREM', Q.onring, lane)
+    elseif again then
+      -- [tenants] the tenant's turn goes on with its next lane, in this claim
+      savedLane, savedCredit, turnLane, turnCredit = lane, credit, lane, credit
     elseif credit > 0 then
       -- cut short (by the limit or a suspect): the lane keeps the head and the
       -- rest of its turn, for the next claim

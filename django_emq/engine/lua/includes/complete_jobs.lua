@@ -55,7 +55,8 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
     anyJoins = anyJoins or joins[lane]
   end
-  if anyJoins then checkQ(Q, {'ring', 'wake'}) end
+  -- [tenants] a tenant freed from its ceiling rejoins the top ring
+  if anyJoins or anyTenants(prefix) then checkQ(Q, {'ring', 'wake', 'ceilings'}) end
   local uniques = anyUnique(prefix)
 
   -- writes
@@ -80,6 +81,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     local laneActive = laneActiveKey(prefix, lane)
     redis.call('ZREM', laneActive, unpack(byLane[lane]))
     dropInflight(Q, lane, #byLane[lane], laneActive)
+    tenantFreed(Q, prefix, lane, #byLane[lane])  -- [tenants]
     if joins[lane] then enterRing(Q, lane) end
   end
   return codes
