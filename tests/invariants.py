@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django_emq.engine.doctor import Doctor
-from django_emq.engine.keyspace import FIXED_KEY_TYPES, PLACE_OF_STATE, expected_type
 from django_emq.engine.ids import validate_lane
 from django_emq.engine.keys import QueueKeys
+from django_emq.engine.keyspace import FIXED_KEY_TYPES, PLACE_OF_STATE, expected_type
 from django_emq.engine.payload import text
 from django_emq.engine.queue import Queue
 
@@ -149,7 +149,8 @@ def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
     turn = {text(f): text(v) for f, v in r.hgetall(k.turn).items()}
     if turn:  # the rest of a weighted turn
         assert set(turn) == {"lane", "credit"}, f"a saved turn is {turn}"
-        validate_lane(turn["lane"])
+        name = turn["lane"]  # a lane, or a tenant's entry
+        validate_lane(name[1:] if name.startswith("@") else name)
         assert int(turn["credit"]) >= 1, f"a saved turn holds no credit: {turn}"
     assert all(n > 0 for n in snap.inflight.values()), (
         f"in-flight fields must be positive (absent = 0): {snap.inflight}"

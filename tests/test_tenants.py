@@ -5,14 +5,16 @@ levels; untenanted lanes ride the top ring as before."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis
 
 from django_emq.engine.queue import Queue
 
-from .helpers import LONG_LEASE, TASK, dump, lane, new_client, ring
+from .helpers import LONG_LEASE, TASK, claim_one, dump, lane, new_client, ring
 from .invariants import check_invariants
 
 T1, T2, T3 = lane(1, "ORG"), lane(2, "ORG"), lane(3, "ORG")
@@ -73,3 +75,237 @@ def test_a_batch_claim_serves_tenants_in_turn(queue: Queue) -> None:
     served = claimed_lanes(queue, 1, max_jobs=8)
     assert served.count(lane(1)) == 4
     check_invariants(queue)
+
+
+def test_a_tenant_weight_serves_that_many_of_its_jobs_per_turn(queue: Queue) -> None:
+    for i in range(3):
+        enqueue(queue, lane(10 + i), 30, tenant=T1)
+    enqueue(queue, lane(1), 30, tenant=T2)
+    queue.set_tenant_weight(T1, 3)
+    served = claimed_lanes(queue, 40)
+    assert served.count(lane(1)) == 10
+    assert Counter(s for s in served if s != lane(1)) == {lane(10 + i): 10 for i in range(3)}
+    check_invariants(queue)
+
+
+def test_lane_weights_share_a_tenant_turn(queue: Queue) -> None:
+    heavy, light = lane(10), lane(11)
+    enqueue(queue, heavy, 40, tenant=T1)
+    enqueue(queue, light, 40, tenant=T1)
+    enqueue(queue, lane(1), 40, tenant=T2)
+    queue.set_weight(heavy, 3)
+    served = claimed_lanes(queue, 40)
+    assert served.count(lane(1)) == 20  # the tenants share alike
+    assert (served.count(heavy), served.count(light)) == (15, 5)  # 3:1 inside T1
+    check_invariants(queue)
+
+
+def test_a_weighted_claim_of_many_jobs_serves_the_tenant_turn_whole(queue: Queue) -> None:
+    for i in range(4):
+        enqueue(queue, lane(10 + i), 10, tenant=T1)
+    enqueue(queue, lane(1), 10, tenant=T2)
+    queue.set_tenant_weight(T1, 4)
+    served = claimed_lanes(queue, 1, max_jobs=5)
+    assert sorted(served) == sorted([lane(10), lane(11), lane(12), lane(13), lane(1)])
+    check_invariants(queue)
+
+
+def test_a_tenant_at_its_ceiling_leaves_the_ring_and_comes_back(queue: Queue) -> None:
+    for i in range(3):
+        enqueue(queue, lane(10 + i), 5, tenant=T1)
+    enqueue(queue, lane(1), 30, tenant=T2)
+    queue.set_tenant_limit(T1, 2)
+    claims = queue.claim(LONG_LEASE, max_jobs=10, turns=10) or []
+    held = [c for c in claims if c.lane != lane(1)]
+    assert len(held) == 2
+    assert "@" + T1 not in ring(queue.connection, queue)
+    check_invariants(queue)
+    more = queue.claim(LONG_LEASE, max_jobs=10, turns=10) or []
+    assert {c.lane for c in more} == {lane(1)}
+    queue.complete(held[0].job_id, held[0].token)
+    assert "@" + T1 in ring(queue.connection, queue)
+    check_invariants(queue)
+    again = queue.claim(LONG_LEASE, max_jobs=10, turns=10) or []
+    assert len([c for c in again if c.lane != lane(1)]) == 1
+
+
+def test_raising_a_tenant_ceiling_puts_it_back(queue: Queue) -> None:
+    enqueue(queue, lane(10), 5, tenant=T1)
+    queue.set_tenant_limit(T1, 1)
+    assert len(queue.claim(LONG_LEASE, max_jobs=5, turns=5) or []) == 1
+    assert queue.claim(LONG_LEASE) is None
+    queue.set_tenant_limit(T1, None)
+    assert len(queue.claim(LONG_LEASE, max_jobs=5, turns=5) or []) == 4
+    check_invariants(queue)
+
+
+def test_a_lane_ceiling_holds_inside_a_tenant(queue: Queue) -> None:
+    enqueue(queue, lane(10), 5, tenant=T1)
+    enqueue(queue, lane(11), 5, tenant=T1)
+    queue.set_limit(lane(10), 1)
+    served = claimed_lanes(queue, 6)
+    assert served.count(lane(10)) == 1
+    assert served.count(lane(11)) == 5
+    check_invariants(queue)
+
+
+def test_pausing_a_tenanted_lane_takes_it_off_its_tenant_ring(queue: Queue) -> None:
+    enqueue(queue, lane(10), 3, tenant=T1)
+    enqueue(queue, lane(11), 3, tenant=T1)
+    queue.pause(lane(10))
+    check_invariants(queue)
+    assert set(claimed_lanes(queue, 3)) == {lane(11)}
+    assert "@" + T1 not in ring(queue.connection, queue)  # its ring is empty now
+    queue.resume(lane(10))
+    check_invariants(queue)
+    assert claimed_lanes(queue, 3) == [lane(10)] * 3
+
+
+def test_draining_the_last_lane_of_a_tenant_takes_the_tenant_off_the_ring(queue: Queue) -> None:
+    enqueue(queue, lane(10), 3, tenant=T1)
+    enqueue(queue, lane(1), 3)
+    assert queue.drain(lane(10)) == 3
+    assert ring(queue.connection, queue) == [lane(1)]
+    check_invariants(queue)
+
+
+def test_moving_a_job_between_tenanted_lanes_keeps_both_rings_right(queue: Queue) -> None:
+    [job] = enqueue(queue, lane(10), 1, tenant=T1)
+    enqueue(queue, lane(20), 1, tenant=T2)
+    assert queue.move(job, lane(20))
+    check_invariants(queue)
+    assert "@" + T1 not in ring(queue.connection, queue)
+    assert claimed_lanes(queue, 3) == [lane(20), lane(20)]
+
+
+def test_retry_reap_and_release_return_a_tenanted_lane_to_its_tenant_ring(
+    queue: Queue,
+) -> None:
+    enqueue(queue, lane(10), 3, tenant=T1)
+    queue.set_tenant_limit(T1, 3)
+    retried = claim_one(queue)
+    released = claim_one(queue)
+    expired = claim_one(queue, lease_ms=1)
+    assert "@" + T1 not in ring(queue.connection, queue)  # at its ceiling
+    queue.retry(retried.job_id, retried.token, "again")
+    queue.release(released.job_id, released.token)
+    check_invariants(queue)
+    time.sleep(0.01)
+    assert queue.reap() == [expired.job_id]
+    check_invariants(queue)
+    assert len(claimed_lanes(queue, 3)) == 3
+    check_invariants(queue)
+
+
+def test_a_deferred_job_joins_its_tenant_ring_when_promoted(queue: Queue) -> None:
+    queue.enqueue(
+        lane(10), TASK, tenant=T1, run_after=datetime.now(UTC) + timedelta(milliseconds=5)
+    )
+    time.sleep(0.02)
+    assert queue.promote()[0] == 1
+    check_invariants(queue)
+    assert claimed_lanes(queue, 1) == [lane(10)]
+
+
+def test_a_rate_limited_tenanted_lane_rejoins_its_tenant_ring(queue: Queue) -> None:
+    enqueue(queue, lane(10), 3, tenant=T1)
+    queue.set_rate(lane(10), 1, 0.05)
+    assert claimed_lanes(queue, 2) == [lane(10)]
+    check_invariants(queue)
+    time.sleep(0.08)
+    queue.promote()
+    check_invariants(queue)
+    assert claimed_lanes(queue, 1) == [lane(10)]
+
+
+def test_a_busy_lane_keeps_its_tenant_and_an_idle_one_changes(queue: Queue) -> None:
+    enqueue(queue, lane(10), 2, tenant=T1)
+    enqueue(queue, lane(10), 1, tenant=T2)  # busy: T1 holds
+    assert queue.tenant_of(lane(10)) == T1
+    enqueue(queue, lane(10), 1)  # no tenant named: the recorded one holds
+    assert queue.tenant_of(lane(10)) == T1
+    claims = queue.claim(LONG_LEASE, max_jobs=10, turns=10) or []
+    for c in claims:
+        queue.complete(c.job_id, c.token)
+    enqueue(queue, lane(10), 1, tenant=T2)  # idle: it moves
+    assert queue.tenant_of(lane(10)) == T2
+    check_invariants(queue)
+
+
+@pytest.mark.parametrize("bad", ["org1", "@ORG00000000001", "ORG0000000001:", "", "ORG" + "x" * 40])
+def test_a_bad_tenant_is_refused_and_nothing_is_written(
+    r: redis.Redis, queue: Queue, bad: str
+) -> None:
+    before = dump(r)
+    with pytest.raises(ValueError, match="not a tenant id"):
+        queue.enqueue(lane(10), TASK, tenant=bad)
+    with pytest.raises(ValueError, match="not a tenant id"):
+        queue.set_tenant_weight(bad, 2)
+    with pytest.raises(ValueError, match="not a tenant id"):
+        queue.set_tenant_limit(bad, 2)
+    assert dump(r) == before
+
+
+def test_bad_tenant_settings_are_refused_and_nothing_is_written(
+    r: redis.Redis, queue: Queue
+) -> None:
+    before = dump(r)
+    for bad in (0, -1, 1001):
+        with pytest.raises(ValueError, match="weight"):
+            queue.set_tenant_weight(T1, bad)
+    with pytest.raises(ValueError, match="ceiling"):
+        queue.set_tenant_limit(T1, 0)
+    assert dump(r) == before
+
+
+def test_tenants_are_listed_with_their_settings(queue: Queue) -> None:
+    enqueue(queue, lane(10), 2, tenant=T1)
+    enqueue(queue, lane(11), 2, tenant=T1)
+    enqueue(queue, lane(20), 2, tenant=T2)
+    queue.set_tenant_weight(T1, 2)
+    queue.set_tenant_limit(T2, 5)
+    infos = {t.tenant: t for t in queue.tenants()}
+    assert (infos[T1].lanes, infos[T1].serving, infos[T1].weight) == (2, 2, 2)
+    assert (infos[T2].lanes, infos[T2].ceiling, infos[T2].on_ring) == (1, 5, True)
+    assert queue.tenant_lanes(T1) == [lane(10), lane(11)]
+    assert queue.lane(lane(20)).tenant == T2
+    assert queue.lane(lane(1)).tenant is None
+
+
+def test_eight_threads_claiming_and_completing_across_tenants_lose_nothing(
+    r: redis.Redis, queue: Queue
+) -> None:
+    jobs: set[str] = set()
+    for t in range(4):
+        for u in range(5):
+            jobs |= set(enqueue(queue, lane(100 * t + u), 10, tenant=lane(t + 1, "ORG")))
+    jobs |= set(enqueue(queue, lane(999), 20))
+    queue.set_tenant_limit(lane(1, "ORG"), 2)
+    queue.set_tenant_weight(lane(2, "ORG"), 3)
+    queue.set_weight(lane(100), 2)
+    done: list[str] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        client = new_client(r)
+        mine = Queue("q", connection=client)
+        idle = 0
+        while idle < 20:
+            claims = mine.claim(LONG_LEASE, max_jobs=3, turns=3)
+            if not claims:
+                idle += 1
+                continue
+            idle = 0
+            for c in claims:
+                mine.complete(c.job_id, c.token)
+            with lock:
+                done.extend(c.job_id for c in claims)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(done) == sorted(jobs)
+    check_invariants(queue)
+    assert ring(r, queue) == []

@@ -98,13 +98,13 @@ class TenantPolicies:
         for shard in self.shards:
             for _, owner in _scan(shard):
                 counts[owner] = counts.get(owner, 0) + 1
-        return [self._describe(name, n) for name, n in sorted(counts.items())]
+        return [self._tenant_info(name, n) for name, n in sorted(counts.items())]
 
     def tenant(self, tenant: str) -> TenantInfo:
         """One tenant's settings and counts (its lanes not counted: 0)."""
-        return self._describe(validate_tenant(tenant), 0)
+        return self._tenant_info(validate_tenant(tenant), 0)
 
-    def _describe(self, tenant: str, lanes: int) -> TenantInfo:
+    def _tenant_info(self, tenant: str, lanes: int) -> TenantInfo:
         entry = tenant_entry(tenant)
         serving = inflight = 0
         weight, ceiling, on_ring = 1, None, False

@@ -37,7 +37,8 @@
 -- whose window is full leaves the ring for `throttled`, as an empty one does.
 -- Tenants (includes/tenants.lua): a turn that lands on a tenant's entry
 -- serves the lane its own ring turns to, and the tenant's ring follows; the
--- top ring then treats the entry as it treats a lane.
+-- top ring then treats the entry as it treats a lane. An entry tells itself
+-- apart by its mark: a queue without tenants pays nothing for them.
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .weights, .inflight,
 -- .depths, .stats, .turn.
 local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
@@ -45,9 +46,6 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
   local weighted = guard(Q.weights, 'HLEN', Q.weights) > 0
   local capped = guard(Q.ceilings, 'HLEN', Q.ceilings) > 0
   checkQ(Q, {'onring', 'active', 'inflight', 'depths', 'stats'})
-  -- [tenants] whether any entry of the ring may be a tenant's
-  local tenanted = anyTenants(prefix)
-  if tenanted and weighted then expectType(prefix .. 'tturns', 'hash') end
   local limited = rated(prefix, rate)
   local dueNow = {}
   if limited then
@@ -173,7 +171,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate)
     end
     -- [tenants] a tenant's entry: serve the lane its ring turns to
     local tenantTurn = nil
-    if tenanted and isEntry(lane) then
+    if isEntry(lane) then
       lane, credit, tenantTurn = tenantPick(Q, prefix, lane, credit, weighted, capped)
       if not lane then
         broken = tenantTurn

@@ -172,7 +172,8 @@ end
 -- lane's own turn). Returns lane, credit, ctx; lane is the entry itself with
 -- credit 0 when the tenant cannot be served (at its ceiling, or its ring
 -- empty: the entry then leaves), or nil and {key, error} when the tenant's
--- ring holds the wrong type (nothing written). Unweighted, the tenant's ring
+-- ring or tturns holds the wrong type (nothing written but the rings'
+-- rotation). Unweighted, the tenant's ring
 -- rotates one step (LMOVE) and its lane is then at the tail, as on the top
 -- ring; weighted, its head lane keeps serving while its turn has credit
 -- (tturns keeps a turn cut short). Q needs .ceilings, .inflight, .weights.
@@ -202,7 +203,8 @@ local function tenantPick(Q, prefix, entry, credit, weighted, capped)
   local inner = 1
   if weighted then
     inner = tonumber(redis.call('HGET', Q.weights, lane)) or 1
-    local saved = redis.call('HGET', prefix .. 'tturns', tenant)
+    local saved = redis.pcall('HGET', prefix .. 'tturns', tenant)
+    if type(saved) == 'table' and saved.err then return nil, nil, {prefix .. 'tturns', saved.err} end
     if saved then
       ctx.saved = true
       local savedLane, savedCredit = string.match(saved, '^(%S+) (%d+)$')
