@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis
 
+from django_emq.engine.doctor import Doctor
 from django_emq.engine.queue import Queue
 
 from .helpers import LONG_LEASE, TASK, claim_one, dump, lane, new_client, ring
@@ -302,10 +303,45 @@ def test_eight_threads_claiming_and_completing_across_tenants_lose_nothing(
                 done.extend(c.job_id for c in claims)
 
     threads = [threading.Thread(target=work) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     assert sorted(done) == sorted(jobs)
     check_invariants(queue)
     assert ring(r, queue) == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "lane off its tenant ring",
+        "entry off the top ring",
+        "tenant count wrong",
+        "tenanted lane on the top ring",
+    ],
+)
+def test_the_doctor_finds_and_mends_a_damaged_tenant(
+    r: redis.Redis, queue: Queue, damage: str
+) -> None:
+    enqueue(queue, lane(10), 3, tenant=T1)
+    enqueue(queue, lane(11), 3, tenant=T1)
+    enqueue(queue, lane(1), 3)
+    claim_one(queue)
+    k = queue.keys
+    if damage == "lane off its tenant ring":
+        r.lrem(k.tenant_ring(T1), 1, lane(11))
+    elif damage == "entry off the top ring":
+        r.lrem(k.ring, 1, "@" + T1)
+        r.srem(k.on_ring, "@" + T1)
+    elif damage == "tenant count wrong":
+        r.hset(k.inflight, "@" + T1, 7)
+    else:
+        r.rpush(k.ring, lane(10))
+    assert not Doctor(queue).audit().clean
+    _, after = Doctor(queue).repair()
+    assert after.clean, after.findings
+    check_invariants(queue)
+    assert sorted(claimed_lanes(queue, 8)) == sorted(
+        [lane(10)] * 2 + [lane(11)] * 3 + [lane(1)] * 3
+    )
