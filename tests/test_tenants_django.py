@@ -14,6 +14,7 @@ from django.contrib.auth.models import Group
 
 from django_emq import enqueue_for, get_queue, lane_for, tenant
 from django_emq.engine.ids import lane_id
+from django_emq.engine.payload import text
 from django_emq.engine.queue import Queue
 from tests import chaos_tasks, tasks
 
@@ -117,12 +118,50 @@ def test_a_real_worker_gives_a_lone_tenant_half_the_starts_against_a_crowd(
         )
     workers.start("--concurrency", "1", "--lease", "10")
     wait_for(lambda: int(client.hget(queue.keys.stats, "completed") or 0) == 60, what="all done")
-    rows = [client.hgetall(k) for k in client.scan_iter(match=queue.keys.prefix + "job:*")]
+    rows = [
+        {text(f): text(v) for f, v in client.hgetall(k).items()}
+        for k in client.scan_iter(match=queue.keys.prefix + "job:*")
+    ]
     order = [
-        row[b"group"].decode()
-        for row in sorted(rows, key=lambda row: (int(row[b"claimed"]), int(row[b"seq"])))
+        row["group"] for row in sorted(rows, key=lambda row: (int(row["claimed"]), int(row["seq"])))
     ]
     first = order[:30]  # both tenants backlogged all along
     assert 13 <= first.count(lane_id("USR", 1)) <= 17
     check_invariants(queue)
     client.close()
+
+
+# -- the admin ------------------------------------------------------------------------
+
+LIST = "/admin/django_emq/lane/"
+
+
+@pytest.fixture
+def viewer(db: None) -> Any:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(make_user("viewer", staff=True, perms=["view_lanes"]))
+    return client
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_each_lanes_tenant_and_filters_by_tenant(
+    emq: redis.Redis, viewer: Any
+) -> None:
+    queue = engine()
+    org = lane_id("ORG", 5)
+    for i in range(3):
+        queue.enqueue(lane_id("USR", 50 + i), tasks.add.module_path, tenant=org)
+    queue.enqueue(lane_id("USR", 60), tasks.add.module_path)
+    page = viewer.get(LIST).content.decode()
+    assert page.count(f">{org}</a>") == 3  # the tenant column links to the filter
+    assert f"@{org}" in page  # the ring's head shows the tenant's entry
+    assert "are not lane ids" not in page  # an entry is no damage
+    filtered = viewer.get(LIST, {"tenant": org}).content.decode()
+    assert f"Lanes of tenant {org}" in filtered
+    assert filtered.count('class="emq-lane"') == 3
+    listing = viewer.get(LIST, {"tenants": "1"}).content.decode()
+    assert listing.count('class="emq-tenant-row"') == 1
+    lane_page = viewer.get(f"{LIST}default/{lane_id('USR', 50)}/").content.decode()
+    assert f'<td id="emq-tenant">{org}</td>' in lane_page
