@@ -85,9 +85,15 @@ local due = tonumber(ARGV[7])
 local state = 'pending'
 if due > now then state = 'scheduled' end
 local joins = false
--- [tenants] the tenant to record and the rings it may touch
+-- [tenants] the tenant to record, and its ring
 local tenant = ARGV[14] or ''
-if checkTenantOf(prefix, lane, tenant) or tenant ~= '' then checkQ(Q, {'onring', 'inflight'}) end
+if tenant ~= '' then
+  if tenant ~= tenantOf(prefix, lane) then
+    expectType(prefix .. 'tenants', 'hash')
+    checkTenantRing(prefix, tenant)
+  end
+  checkQ(Q, {'onring', 'inflight'})
+end
 if state == 'scheduled' then
   checkQ(Q, {'schedule', 'stats'})
 else
@@ -95,6 +101,8 @@ else
   expectType(pendingKey, 'zset')
   joins = willJoin(Q, lane, pendingKey, 1, 0)
   if joins then checkQ(Q, {'ring', 'wake'}) end
+  -- [tenants] a tenant's entry joining the top ring reads its in-flight count
+  if joins and tenantOf(prefix, lane) then checkQ(Q, {'inflight'}) end
 end
 local seq = guard(KEYS[9], 'INCR', KEYS[9])  -- the first write: it fails alone
 

@@ -54,9 +54,14 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     expectType(laneActiveKey(prefix, lane), 'zset')
     joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
     anyJoins = anyJoins or joins[lane]
+    -- [tenants] a tenant freed from its ceiling may rejoin the top ring
+    local tenant = tenantOf(prefix, lane)
+    if tenant and tenantCapped(Q, tenant) then
+      checkTenantRing(prefix, tenant)
+      anyJoins = true
+    end
   end
-  -- [tenants] a tenant freed from its ceiling rejoins the top ring
-  if anyJoins or anyTenants(prefix) then checkQ(Q, {'ring', 'wake', 'ceilings'}) end
+  if anyJoins then checkQ(Q, {'ring', 'wake'}) end
   local uniques = anyUnique(prefix)
 
   -- writes

@@ -23,12 +23,12 @@ end
 -- (guarded: a key of the wrong type aborts the script before any write).
 -- depth is the lane's depth after the writes (nil: read it); inflightDrop how
 -- many of its in-flight jobs the writes finish. The caller then checks
--- .ring and .wake and calls enterRing. The lane's tenant keys are checked
--- too (checkTenantOf), whatever the answer.
+-- .ring and .wake and calls enterRing. The lane's tenant is looked up (and
+-- its ring's type checked when the lane joins it).
 -- Q needs .onring, .paused, .ceilings, .inflight; pendingKey locates the
 -- queue's throttled set (derived: <prefix>throttled).
 local function willJoin(Q, lane, pendingKey, depth, inflightDrop)
-  checkTenantOf(prefixOfQ(Q), lane)  -- [tenants]
+  local tenant = tenantOf(prefixOfQ(Q), lane)  -- [tenants]
   if guard(Q.onring, 'SISMEMBER', Q.onring, lane) == 1 then return false end
   if depth == nil then depth = guard(pendingKey, 'ZCARD', pendingKey) end
   if depth <= 0 then return false end
@@ -41,6 +41,7 @@ local function willJoin(Q, lane, pendingKey, depth, inflightDrop)
   -- a rate-limited lane waiting for its next slot (includes/rate.lua)
   local throttled = string.sub(pendingKey, 1, -(#lane + 11)) .. 'throttled'
   if guard(throttled, 'ZSCORE', throttled, lane) then return false end
+  if tenant then checkTenantRing(prefixOfQ(Q), tenant) end  -- [tenants] it joins that ring
   return true
 end
 

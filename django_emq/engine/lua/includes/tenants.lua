@@ -26,6 +26,9 @@
 -- lane it may put on or take off a ring: the writes below assume the types.
 
 local tenantsSeen = nil -- whether the queue has tenanted lanes (read once a script)
+local tenantMemo = {}    -- lane -> its tenant, or false (read once a script)
+local ringChecked = {}   -- tenant -> true once its ring's type is checked
+local cappedMemo = {}    -- tenant -> whether it has a ceiling (read once a script)
 
 local function isEntry(name)
   return string.byte(name, 1) == 64 -- '@'
@@ -53,7 +56,31 @@ end
 -- tenantOf(prefix, lane): the lane's tenant, or nil.
 local function tenantOf(prefix, lane)
   if not anyTenants(prefix) then return nil end
-  return redis.call('HGET', prefix .. 'tenants', lane) or nil
+  local known = tenantMemo[lane]
+  if known == nil then
+    known = redis.call('HGET', prefix .. 'tenants', lane) or false
+    tenantMemo[lane] = known
+  end
+  return known or nil
+end
+
+-- checkTenantRing(prefix, tenant): read phase: the tenant's ring is a list
+-- (or absent); checked once a script.
+local function checkTenantRing(prefix, tenant)
+  if ringChecked[tenant] then return end
+  expectType(tenantRingKey(prefix, tenant), 'list')
+  ringChecked[tenant] = true
+end
+
+-- tenantCapped(Q, tenant): whether the tenant has a ceiling (guarded: the
+-- first call checks the ceilings hash's type).
+local function tenantCapped(Q, tenant)
+  local known = cappedMemo[tenant]
+  if known == nil then
+    known = guard(Q.ceilings, 'HEXISTS', Q.ceilings, '@' .. tenant) == 1
+    cappedMemo[tenant] = known
+  end
+  return known
 end
 
 -- checkTenantOf(prefix, lane, tenant): read phase: the lane's recorded tenant
@@ -61,10 +88,10 @@ end
 -- none) have rings of the right type.
 local function checkTenantOf(prefix, lane, tenant)
   local recorded = tenantOf(prefix, lane)
-  if recorded then expectType(tenantRingKey(prefix, recorded), 'list') end
+  if recorded then checkTenantRing(prefix, recorded) end
   if tenant and tenant ~= '' and tenant ~= recorded then
     expectType(prefix .. 'tenants', 'hash')
-    expectType(tenantRingKey(prefix, tenant), 'list')
+    checkTenantRing(prefix, tenant)
   end
   return recorded
 end
@@ -81,6 +108,7 @@ local function recordTenant(Q, prefix, lane, tenant)
   if (tonumber(redis.call('HGET', Q.inflight, lane)) or 0) > 0 then return end
   redis.call('HSET', prefix .. 'tenants', lane, tenant)
   tenantsSeen = true
+  tenantMemo[lane] = tenant
 end
 
 -- tenantOpen(Q, prefix, tenant): whether the tenant's entry belongs on the top
@@ -154,14 +182,14 @@ end
 -- tenantFreed(Q, prefix, lane, n): n of the lane's jobs left the active set;
 -- its tenant's in-flight count drops with the lane's, and a tenant that was
 -- at its ceiling may rejoin the top ring (a worker is woken then).
--- Q needs .inflight, .ceilings; .ring, .onring, .wake to rejoin.
+-- Q needs .inflight, .ceilings; .ring, .onring, .wake to rejoin (the read
+-- phase called tenantCapped, and checkTenantRing when it answered true).
 local function tenantFreed(Q, prefix, lane, n)
   local tenant = tenantOf(prefix, lane)
   if not tenant then return end
   local entry = '@' .. tenant
   if addCount(Q.inflight, entry, -n, 0) <= 0 then redis.call('HDEL', Q.inflight, entry) end
-  if Q.ring and redis.call('HEXISTS', Q.ceilings, entry) == 1
-      and tenantJoin(Q, prefix, tenant) then
+  if Q.ring and tenantCapped(Q, tenant) and tenantJoin(Q, prefix, tenant) then
     wake(Q, 1)
   end
 end
