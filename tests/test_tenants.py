@@ -345,3 +345,30 @@ def test_the_doctor_finds_and_mends_a_damaged_tenant(
     assert sorted(claimed_lanes(queue, 8)) == sorted(
         [lane(10)] * 2 + [lane(11)] * 3 + [lane(1)] * 3
     )
+
+
+def test_a_sharded_queue_rotates_tenants_on_every_shard(r: redis.Redis) -> None:
+    from django_emq.engine.shards import ShardedQueue
+
+    sharded = ShardedQueue("q", 3, connection=r)
+    users = [lane(200 + i) for i in range(12)]
+    for user in users:
+        sharded.enqueue_many({"lane": user, "task_path": TASK, "tenant": T1} for _ in range(3))
+    sharded.enqueue_many({"lane": lane(1), "task_path": TASK, "tenant": T2} for _ in range(3))
+    sharded.set_tenant_weight(T1, 2)
+    sharded.set_tenant_limit(T2, 1)
+    assert sharded.tenant_of(users[0]) == T1
+    info = sharded.tenant(T1)
+    assert (info.weight, info.serving) == (2, 12)
+    assert sharded.tenant(T2).ceiling == 1
+    assert sorted(sharded.tenant_lanes(T1)) == sorted(users)
+    for shard in sharded.shards:
+        check_invariants(shard)
+    done = 0
+    while claims := sharded.claim(LONG_LEASE):
+        for c in claims:
+            sharded.complete(c.job_id, c.token)
+            done += 1
+    assert done == 39
+    for shard in sharded.shards:
+        check_invariants(shard)
