@@ -372,3 +372,13 @@ def test_a_sharded_queue_rotates_tenants_on_every_shard(r: redis.Redis) -> None:
     assert done == 39
     for shard in sharded.shards:
         check_invariants(shard)
+
+
+def test_next_to_run_shows_the_head_lane_of_each_tenant(queue: Queue) -> None:
+    from django_emq.engine.listing import jobs_in_state
+
+    first = enqueue(queue, lane(10), 2, tenant=T1)
+    enqueue(queue, lane(11), 2, tenant=T1)
+    alone = enqueue(queue, lane(1), 2)
+    listed = jobs_in_state(queue, "pending", limit=3)
+    assert [j.row.job_id for j in listed.jobs][:2] == [first[0], alone[0]]
