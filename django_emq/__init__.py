@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .engine.ids import lane_id
     from .engine.shards import AnyQueue
     from .jobs import cancel, cancel_requested, progress, report_progress
-    from .lanes import enqueue_for, enqueue_on_commit, lane, lane_for, unique
+    from .lanes import enqueue_for, enqueue_on_commit, lane, lane_for, tenant, unique
 
 __all__ = [
     "cancel",
@@ -26,6 +26,7 @@ __all__ = [
     "lane_id",
     "progress",
     "report_progress",
+    "tenant",
     "unique",
 ]
 
@@ -36,6 +37,7 @@ _LAZY = {
     "lane": "lanes",
     "lane_for": "lanes",
     "unique": "lanes",
+    "tenant": "lanes",
     "cancel": "jobs",
     "cancel_requested": "jobs",
     "progress": "jobs",

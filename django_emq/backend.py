@@ -32,7 +32,7 @@ from .engine.queue import Queue
 from .engine.rows import Row
 from .engine.shards import AnyQueue, open_queue
 from .exceptions import EnqueueError, InvalidArguments
-from .lanes import current_lane, current_unique_key
+from .lanes import current_lane, current_tenant, current_unique_key
 from .results import (
     STATUS,
     enqueue_meta,
@@ -203,6 +203,7 @@ class FairLanesBackend(BaseTaskBackend):
                 run_after=run_after,
                 meta=enqueue_meta(task, self.alias),
                 unique_key=current_unique_key(),
+                tenant=current_tenant(),
             )
         except InvalidArguments as exc:
             raise InvalidArguments(f"{task.module_path}: {exc}") from None

@@ -56,6 +56,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "SCHEDULES",
         "METRICS_TOKEN",
         "HISTORY",
+        "TENANT",
     }
 )
 
@@ -157,6 +158,9 @@ class EMQSettings:
     metrics_token: str | None = None
     #: How many of the latest worker ids and errors a job's row keeps.
     history: int = 10
+    #: Where a lane's tenant comes from (``EMQ["TENANT"]``): an attribute name of
+    #: the lane's owner, or the dotted path of a callable owner -> tenant.
+    tenant: str | None = None
 
     def brand_for(self, label: str) -> str | None:
         """The lane brand of model ``label`` (``model._meta.label``), any case."""
@@ -310,6 +314,7 @@ def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
     field("RATE", functools.partial(parse.per_queue, parse=parse.rate), {})
     field("FAIRNESS", functools.partial(parse.per_queue, parse=parse.fairness), {})
     field("SCHEDULES", parse_schedules, {})
+    field("TENANT", parse.tenant_source, None)
     if values["retry_backoff_max"] < values["retry_backoff"]:
         errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
     if values["history"] > MAX_HISTORY:

@@ -147,6 +147,22 @@ def positive_duration(value: object) -> float:
     return seconds
 
 
+_TENANT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def tenant_source(value: object) -> str | None:
+    """``EMQ["TENANT"]``: an attribute name of a lane's owner (``"organization"``)
+    or the dotted path of a callable owner -> tenant (``"app.tenants.org_of"``)."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not _TENANT_RE.fullmatch(value):
+        raise ValueError(
+            "must be an attribute name of a lane's owner or the dotted path of a "
+            f"callable owner -> tenant, not {value!r}"
+        )
+    return value
+
+
 def optional_positive_int(value: object) -> int | None:
     return None if value is None else positive_int(value)
 

@@ -1,4 +1,5 @@
-"""Which lane a job rides: ``lane_for(obj)``, the current lane, ``enqueue_for``.
+"""Which lane a job rides: ``lane_for(obj)``, the current lane, ``enqueue_for``;
+and which tenant the lane belongs to (``tenant_for``, docs/tenants.md).
 
 A lane id is the producer's brand plus its primary key in fixed-width base62
 (``USR`` + base62(42) for the user with pk 42). The current lane lives in a
@@ -17,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth import get_user_model
 from django.db import models, transaction
 from django.http import HttpRequest, HttpResponse
+from django.utils.module_loading import import_string
 
 from .conf import emq_settings
-from .engine.ids import BRAND_RE, lane_id, validate_lane
+from .engine.ids import BRAND_RE, lane_id, validate_lane, validate_tenant
 from .engine.records import unique_key_arg
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 _current_lane: ContextVar[str | None] = ContextVar("emq_lane", default=None)
 _current_unique: ContextVar[str | None] = ContextVar("emq_unique_key", default=None)
+_current_tenant: ContextVar[str | None] = ContextVar("emq_tenant", default=None)
 
 USER_BRAND = "USR"
 
@@ -79,6 +82,32 @@ def current_lane() -> str | None:
     return _current_lane.get()
 
 
+def tenant_id(target: object) -> str:
+    """A tenant id from a tenant id string or a saved model instance (an
+    organisation, a team: branded like a lane, ``EMQ["LANE_BRANDS"]``)."""
+    if isinstance(target, str):
+        return validate_tenant(target)
+    return lane_for(target)
+
+
+def tenant_for(owner: object) -> str | None:
+    """The tenant of a lane's owner as ``EMQ["TENANT"]`` derives it (an attribute
+    name of the owner, or the dotted path of a callable owner -> tenant);
+    ``None`` when the setting is unset or the owner has no tenant."""
+    source = emq_settings().tenant
+    if source is None or isinstance(owner, str):
+        return None
+    found = import_string(source)(owner) if "." in source else getattr(owner, source, None)
+    return None if found is None else tenant_id(found)
+
+
+def current_tenant() -> str | None:
+    """The tenant set by ``enqueue_for(..., tenant=...)``, ``lane(...)`` (through
+    ``EMQ["TENANT"]``) or the middleware; else ``None`` (the lane's recorded
+    tenant holds)."""
+    return _current_tenant.get()
+
+
 def current_unique_key() -> str | None:
     """The unique key ``enqueue_for(..., unique_key=...)`` or ``unique(...)`` set; else ``None``."""
     return _current_unique.get()
@@ -115,10 +144,23 @@ def lane(target: object) -> Iterator[str]:
             score_guess.enqueue(guess.pk)
     """
     token = _current_lane.set(_resolve(target))
+    owner = _current_tenant.set(tenant_for(target) or _current_tenant.get())
     try:
         yield _current_lane.get() or ""
     finally:
+        _current_tenant.reset(owner)
         _current_lane.reset(token)
+
+
+@contextmanager
+def tenant(target: object) -> Iterator[str]:
+    """Run the block with ``target`` (a tenant id or a saved instance) as the
+    tenant of the lanes its jobs ride (docs/tenants.md)."""
+    token = _current_tenant.set(tenant_id(target))
+    try:
+        yield _current_tenant.get() or ""
+    finally:
+        _current_tenant.reset(token)
 
 
 def enqueue_for(
@@ -126,9 +168,15 @@ def enqueue_for(
     task: Task[Any, Any],
     *args: Any,
     unique_key: str | None = None,
+    tenant: object = None,
     **kwargs: Any,
 ) -> TaskResult[Any, Any]:
     """Enqueue ``task`` on ``target``'s lane (a user, a saved instance or a lane id).
+
+    With ``tenant`` (a tenant id or a saved instance, e.g. the user's
+    organisation), the lane belongs to that tenant: workers rotate across
+    tenants first, then across each tenant's lanes (docs/tenants.md). Without
+    it, ``EMQ["TENANT"]`` derives the tenant from ``target``, if set.
 
     With ``unique_key``, at most one unfinished job per key rides the lane: while
     one is pending, scheduled or running, this answers that job's result and
@@ -141,7 +189,13 @@ def enqueue_for(
             return HttpResponse("Too many reports waiting.", status=429)
     """
     with lane(target), unique(unique_key):
-        return task.enqueue(*args, **kwargs)
+        if tenant is None:
+            return task.enqueue(*args, **kwargs)
+        with _tenant_of(tenant):
+            return task.enqueue(*args, **kwargs)
+
+
+_tenant_of = tenant
 
 
 def enqueue_on_commit(
@@ -149,6 +203,7 @@ def enqueue_on_commit(
     task: Task[Any, Any],
     *args: Any,
     unique_key: str | None = None,
+    tenant: object = None,
     **kwargs: Any,
 ) -> None:
     """Enqueue ``task`` on ``target``'s lane once the current transaction commits.
@@ -159,12 +214,13 @@ def enqueue_on_commit(
     """
     lane_id_ = _resolve(target)
     unique_key_arg(unique_key)
+    tenant_ = tenant_id(tenant) if tenant is not None else tenant_for(target)
     backend = task.get_backend()
     check = getattr(backend, "check_arguments", None)
     if check is not None:
         check(task, args, kwargs)
     transaction.on_commit(
-        lambda: enqueue_for(lane_id_, task, *args, unique_key=unique_key, **kwargs)
+        lambda: enqueue_for(lane_id_, task, *args, unique_key=unique_key, tenant=tenant_, **kwargs)
     )
 
 
@@ -183,7 +239,9 @@ class LaneMiddleware:
         if user is None or not user.is_authenticated:
             return self.get_response(request)
         token = _current_lane.set(lane_for(user))
+        owner = _current_tenant.set(tenant_for(user))
         try:
             return self.get_response(request)
         finally:
+            _current_tenant.reset(owner)
             _current_lane.reset(token)

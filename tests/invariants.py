@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django_emq.engine.doctor import FIXED_KEY_TYPES, PLACE_OF_STATE, Doctor, expected_type
+from django_emq.engine.doctor import Doctor
 from django_emq.engine.ids import validate_lane
 from django_emq.engine.keys import QueueKeys
+from django_emq.engine.keyspace import FIXED_KEY_TYPES, PLACE_OF_STATE, expected_type
 from django_emq.engine.payload import text
 from django_emq.engine.queue import Queue
 from django_emq.engine.rows import Outcome, Row, attempt_history
@@ -48,6 +49,9 @@ class Snapshot:
     rates: dict[str, str] = field(default_factory=dict)
     throttled: dict[str, int] = field(default_factory=dict)
     starts: dict[str, list[int]] = field(default_factory=dict)
+    #: lane -> its tenant; tenant -> its ring
+    tenants: dict[str, str] = field(default_factory=dict)
+    tenant_rings: dict[str, list[str]] = field(default_factory=dict)
 
     def state(self, job_id: str) -> str | None:
         """The job's row state, or ``None`` when it has no row."""
@@ -128,8 +132,11 @@ def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
     }
     snap.jobs = {job_id: row for job_id, row in snap.jobs.items() if row}  # expired meanwhile
 
+    _check_tenants(queue, snap)
     if not hollow_ok:
-        hollow = [lane for lane in snap.ring if lane not in snap.lanes]
+        riding = [lane for lane in snap.ring if not lane.startswith("@")]
+        riding += [lane for lanes in snap.tenant_rings.values() for lane in lanes]
+        hollow = [lane for lane in riding if lane not in snap.lanes]
         assert not hollow, f"empty lanes on the ring: {hollow}"
 
     # -- settings are well-formed -----------------------------------------
@@ -144,7 +151,8 @@ def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
     turn = {text(f): text(v) for f, v in r.hgetall(k.turn).items()}
     if turn:  # the rest of a weighted turn
         assert set(turn) == {"lane", "credit"}, f"a saved turn is {turn}"
-        validate_lane(turn["lane"])
+        name = turn["lane"]  # a lane, or a tenant's entry
+        validate_lane(name[1:] if name.startswith("@") else name)
         assert int(turn["credit"]) >= 1, f"a saved turn holds no credit: {turn}"
     assert all(n > 0 for n in snap.inflight.values()), (
         f"in-flight fields must be positive (absent = 0): {snap.inflight}"
@@ -196,6 +204,43 @@ def _check_tries(job_id: str, row: dict[str, str], attempts: int) -> None:
     if row.get("state") == "active":
         assert kept[-1].outcome == Outcome.RUNNING, f"job {job_id} runs, its try ended"
         assert kept[-1].start_ms == int(row["claimed"]), f"job {job_id}: try != claim time"
+
+
+def _check_tenants(queue: Queue, snap: Snapshot) -> None:
+    """Every lane on the on-ring set rides exactly one ring (its tenant's, or the
+    top one); a tenant's entry is on the top ring exactly when a lane is on its
+    ring and it is under its ceiling; its in-flight count sums its lanes'."""
+    r, k = queue.connection, queue.keys
+    snap.tenants = {text(f): text(v) for f, v in r.hgetall(k.tenants).items()}
+    owners = set(snap.tenants.values())
+    owners |= {name[1:] for name in snap.ring if name.startswith("@")}
+    snap.tenant_rings = {t: [text(x) for x in r.lrange(k.tenant_ring(t), 0, -1)] for t in owners}
+    on_ring = {text(x) for x in r.smembers(k.on_ring)}
+    riding = [name for name in snap.ring if not name.startswith("@")]
+    for tenant, lanes in snap.tenant_rings.items():
+        for lane_id in lanes:
+            assert snap.tenants.get(lane_id) == tenant, f"{lane_id} on {tenant}'s ring"
+        riding += lanes
+        entry = "@" + tenant
+        total = sum(snap.inflight.get(n, 0) for n, t in snap.tenants.items() if t == tenant)
+        assert snap.inflight.get(entry, 0) == total, f"{tenant} counts {snap.inflight.get(entry)}"
+        ceiling = snap.ceilings.get(entry)
+        open_ = bool(lanes) and (ceiling is None or total < ceiling)
+        assert snap.ring.count(entry) == (1 if open_ else 0), f"{entry} on the ring: {snap.ring}"
+    for lane_id in riding:
+        if not lane_id.startswith("@"):
+            assert lane_id not in snap.tenants or lane_id not in snap.ring, (
+                f"tenanted {lane_id} on the top ring"
+            )
+    assert sorted(riding) == sorted(n for n in on_ring if not n.startswith("@")), (
+        f"the rings {sorted(riding)} and the on-ring set {sorted(on_ring)} disagree"
+    )
+    assert len(riding) == len(set(riding)), f"a lane rides twice: {riding}"
+    turns = {text(f): text(v) for f, v in r.hgetall(k.tenant_turns).items()}
+    for tenant, turn in turns.items():
+        lane_id, _, credit = turn.partition(" ")
+        validate_lane(lane_id)
+        assert int(credit) >= 1, f"{tenant}'s saved turn holds no credit: {turn}"
 
 
 def _check_rates(snap: Snapshot) -> None:

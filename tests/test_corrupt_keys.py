@@ -27,6 +27,7 @@ from .helpers import dump
 from .invariants import check_invariants, text
 
 A, B = lane_id("USR", 1), lane_id("USR", 2)
+TA = lane_id("ORG", 1)  # lane A's tenant
 TASK = "tests.tasks.noop"
 LONG = 600_000
 
@@ -42,7 +43,7 @@ WRONG: dict[str, Callable[[redis.Redis, str], Any]] = {
 
 @dataclass
 class World:
-    """One lane (A) with a job in every state, and a second lane (B)."""
+    """One lane (A, of tenant TA) with a job in every state, and a second lane (B)."""
 
     queue: Queue
     active: tuple[str, int] = ("", 0)  # (job id, token), lease of 10 minutes
@@ -69,7 +70,7 @@ def build(queue: Queue) -> World:
     queue.set_rate(A, 1000, 3600)
     queue.set_max_depth(A, 1000)
     for name in ("active", "expired", "dead", "scheduled"):
-        queue.enqueue(A, TASK, job_id=f"{name}-1", unique_key=name)
+        queue.enqueue(A, TASK, job_id=f"{name}-1", unique_key=name, tenant=TA)
     world.active = claim_one(queue, LONG)
     world.expired = claim_one(queue, 1)[0]
     dead, token = claim_one(queue, LONG)
@@ -80,6 +81,9 @@ def build(queue: Queue) -> World:
     world.scheduled = scheduled
     world.pending = [queue.enqueue(A, TASK, job_id=f"pending-{i}").job_id for i in (1, 2)]
     world.pending.append(queue.enqueue(B, TASK, job_id="pending-b").job_id)
+    # the tenant carries a ceiling and a weight (neither holds back a job here)
+    queue.set_tenant_limit(TA, 100)
+    queue.set_tenant_weight(TA, 2)
     check_invariants(queue)
     return world
 
@@ -110,6 +114,9 @@ OPERATIONS: dict[str, Callable[[World], object]] = {
     "pause": lambda w: w.queue.pause(A),
     "set_limit": lambda w: w.queue.set_limit(A, 1),
     "set_weight": lambda w: w.queue.set_weight(A, 2),
+    "set_tenant_weight": lambda w: w.queue.set_tenant_weight(TA, 3),
+    "set_tenant_limit": lambda w: w.queue.set_tenant_limit(TA, 1),
+    "enqueue_tenant": lambda w: w.queue.enqueue(B, TASK, job_id="new-4", tenant=TA),
     "drain": lambda w: w.queue.drain(A),
     "move": lambda w: w.queue.move(w.pending[0], B),
     "retry_dead": lambda w: w.queue.retry_dead(lane=A),
@@ -140,9 +147,12 @@ def structural_keys(world: World) -> dict[str, tuple[str, str]]:
         "throttled": "zset",
         "turn": "hash",
         "timeshare": "hash",
+        "tenants": "hash",
+        "tenant_turns": "hash",
     }
     keys = {name: (str(getattr(k, name)), kind) for name, kind in fixed.items()}
     keys["lane starts"] = (k.starts(A), "list")
+    keys["tenant ring"] = (k.tenant_ring(TA), "list")
     keys["lane pending"] = (k.pending(A), "zset")
     keys["lane active"] = (k.lane_active(A), "zset")
     keys["lane dead"] = (k.lane_dead(A), "zset")
@@ -162,10 +172,13 @@ def corruptions(world: World) -> list[tuple[str, str, str]]:
     ]
 
 
-def without_ring_order(state: dict[str, Any], ring: str) -> dict[str, Any]:
-    if ring in state:
-        kind, members, ttl = state[ring]
-        state = {**state, ring: (kind, sorted(members), ttl)}
+def without_ring_order(state: dict[str, Any], queue: Queue) -> dict[str, Any]:
+    """The state with the rings' order left out (a claim rotates the top ring and
+    the tenant's ring before it finds a broken key)."""
+    for ring in (queue.keys.ring, queue.keys.tenant_ring(TA)):
+        if ring in state and state[ring][0] == "list":
+            kind, members, ttl = state[ring]
+            state = {**state, ring: (kind, sorted(members), ttl)}
     return state
 
 
@@ -202,7 +215,7 @@ def one_case(r: redis.Redis, operation: str, name: str, key: str, wrong: str) ->
     saved = r.dump(key)
     r.delete(key)
     WRONG[wrong](r, key)
-    before = without_ring_order(dump(r), queue.keys.ring)
+    before = without_ring_order(dump(r), queue)
     raised: Exception | None = None
     try:
         OPERATIONS[operation](world)
@@ -213,7 +226,7 @@ def one_case(r: redis.Redis, operation: str, name: str, key: str, wrong: str) ->
     if isinstance(raised, CorruptKeyspace):
         if raised.key != key:
             return f"CorruptKeyspace names {raised.key!r}, not {key!r}: {raised}"
-        if without_ring_order(dump(r), queue.keys.ring) != before:
+        if without_ring_order(dump(r), queue) != before:
             return "raised CorruptKeyspace after writing"
     elif isinstance(raised, JobError):
         return f"raised {type(raised).__name__}: {raised}"

@@ -68,6 +68,8 @@ HOT_PATH_COMMANDS = {
     "zscore",
     "llen",
     "zrangebyscore",
+    # tenant lanes (tests/test_policy_cost.py): whether a tenant has a ceiling
+    "hexists",
 }
 #: The measuring itself, left out of the comparison.
 MEASURING = {"config|resetstat", "info"}

@@ -48,7 +48,10 @@ SHORT_DELAY_MS = 1
 NAP_S = 0.005
 TASK = "tests.tasks.noop"
 
+TENANTS = [lane_id("ORG", n) for n in range(1, 3)]
+
 lanes = st.sampled_from(LANES)
+tenants = st.sampled_from(TENANTS)
 #: None: no run_after; "past": a run_after already due; "later": due in an hour.
 whens = st.sampled_from([None, None, "past", "later"])
 leases = st.sampled_from([SHORT_LEASE_MS, LONG_LEASE_MS])
@@ -186,6 +189,33 @@ class QueueMachine(RuleBasedStateMachine):
         done = self.queue.enqueue(lane, TASK, job_id=job_id)
         assert done.duplicate
         assert done.state == state
+
+    @rule(lane=lanes, tenant=tenants, when=whens)
+    def enqueue_tenanted(self, lane: str, tenant: str, when: str | None) -> None:
+        """The lane belongs to the tenant from now on, if it is idle (docs/tenants.md)."""
+        if self._full(lane):
+            with pytest.raises(LaneFull):
+                self.queue.enqueue(lane, TASK, run_after=run_after(when), tenant=tenant)
+            return
+        done = self.queue.enqueue(lane, TASK, run_after=run_after(when), tenant=tenant)
+        event("tenant", "recorded" if self.queue.tenant_of(lane) == tenant else "kept")
+        self.known.append(done.job_id)
+
+    @rule(tenant=tenants, weight=st.integers(1, 3))
+    def set_tenant_weight(self, tenant: str, weight: int) -> None:
+        self.queue.set_tenant_weight(tenant, weight)
+        if weight == 1:
+            self.weights.pop("@" + tenant, None)
+        else:
+            self.weights["@" + tenant] = weight
+
+    @rule(tenant=tenants, ceiling=st.sampled_from([None, 1, 2]))
+    def set_tenant_limit(self, tenant: str, ceiling: int | None) -> None:
+        self.queue.set_tenant_limit(tenant, ceiling)
+        if ceiling is None:
+            self.ceilings.pop("@" + tenant, None)
+        else:
+            self.ceilings["@" + tenant] = ceiling
 
     @rule(lane=lanes, key=st.sampled_from(["a", "b"]), when=whens)
     def enqueue_unique(self, lane: str, key: str, when: str | None) -> None:
@@ -351,7 +381,9 @@ class QueueMachine(RuleBasedStateMachine):
         event("promote", "some" if promoted else "none")
         after = self.client.zcard(self.queue.keys.schedule)
         assert promoted == before - after == len(self.due)
-        assert (next_due is None) == (after == 0)
+        # the next due time is a job's, or a throttled lane's next slot
+        throttled = self.client.zcard(self.queue.keys.throttled)
+        assert (next_due is None) == (after == 0 and throttled == 0)
         for job_id in self.due:
             assert self._state(job_id) == "pending"
         self.due.clear()

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import redis
 
 from django_emq.engine import calls
+from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Queue
 
 from .test_cost import CHUNK, CYCLES, FEW, TASK, claim_complete, fill, lanes, pipelined, run_both
@@ -179,3 +180,55 @@ def test_settling_time_fair_jobs_costs_the_same_with_20000_lanes(r: redis.Redis)
     counts = run_both(r, scenario)
     assert counts["evalsha"] == FEW
     assert counts["hdel"] == 2 * FEW  # each row's charge settled, each lane's in-flight count
+def tenant_fill(
+    queue: Queue, names: list[str], tenants: int, per_lane: int, served: int = CYCLES
+) -> None:
+    """Lane i of ``names`` belongs to tenant ``i % tenants``: the claims then
+    reach the first lanes in order (one lane per tenant per pass), as fill()'s
+    ``served`` says; the first ``served`` get ``per_lane`` jobs, the others one."""
+    owners = [lane_id("ORG", i % tenants) for i in range(len(names))]
+    jobs = [
+        {"lane": lane, "task_path": TASK, "tenant": owner}
+        for lane, owner in zip(names, owners, strict=True)
+    ]
+    deep = list(zip(names[:served], owners[:served], strict=True))
+    jobs += [
+        {"lane": lane, "task_path": TASK, "tenant": owner}
+        for _ in range(per_lane - 1)
+        for lane, owner in deep
+    ]
+    for i in range(0, len(jobs), CHUNK):
+        queue.enqueue_many(jobs[i : i + CHUNK])
+
+
+def test_tenanted_claims_cost_the_same_with_20000_lanes_in_2000_tenants(
+    r: redis.Redis,
+) -> None:
+    """Ten lanes per tenant: one tenant at 10 lanes, 2,000 tenants at 20,000."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        tenant_fill(queue, lanes(n), max(1, n // 10), max(2, CYCLES // n + 2))
+        return claim_complete(queue, CYCLES)
+
+    counts = run_both(r, scenario)
+    assert counts["evalsha"] == 2 * CYCLES
+    assert counts["lmove"] == 2 * CYCLES  # the top ring, then the tenant's
+
+
+def test_tenanted_claims_cost_the_same_with_20000_lanes_in_two_tenants(
+    r: redis.Redis,
+) -> None:
+    """Two tenants of 5 or of 10,000 lanes each, with weights and ceilings at
+    both levels (never reached while measured)."""
+
+    def scenario(queue: Queue, n: int) -> Callable[[], None]:
+        names = lanes(n)
+        # the weighted tenant's lanes are served twice as often: deeper, and more of them
+        tenant_fill(queue, names, 2, max(2, 2 * CYCLES // n + 2), served=2 * CYCLES)
+        queue.set_tenant_weight(lane_id("ORG", 0), 2)
+        queue.set_tenant_limit(lane_id("ORG", 1), 1000)
+        pipelined(queue, (calls.set_limit(queue.keys, lane, 1000) for lane in names))
+        return claim_complete(queue, CYCLES)
+
+    counts = run_both(r, scenario)
+    assert counts["evalsha"] == 2 * CYCLES

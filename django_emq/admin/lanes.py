@@ -25,7 +25,7 @@ from django.utils.translation import gettext as _
 
 from ..conf import emq_settings
 from ..engine import browse
-from ..engine.ids import is_lane, validate_lane
+from ..engine.ids import entry_tenant, is_lane, validate_lane, validate_tenant
 from ..engine.queue import LaneInfo
 from ..engine.shards import AnyQueue, home_of
 from ..models import Lane
@@ -109,14 +109,18 @@ class LaneAdmin(ActionViews):
         totals = {n: (queue if n == name else b.engine(n)).totals() for n, b in backends.items()}
         view = browse.overview(queue, self.ring_preview)
         query = request.GET.get("q", "").strip()
+        tenant = _tenant_arg(request.GET.get("tenant"))
         pager = None
-        if query:
+        if tenant:  # a tenant's lanes, deepest first (a scan of the lane -> tenant hash)
+            named = queue.lanes_named(queue.tenant_lanes(tenant, self.lanes_per_page))
+            infos = sorted(named, key=lambda info: -info.depth)
+        elif query:
             infos = self._search(queue, query)
         else:
             pager = Pager.of(request.GET.get("page"), totals[name].lanes, self.lanes_per_page)
             infos = queue.lanes(top=self.lanes_per_page, offset=pager.offset)
         # names a hand edit left where lanes belong: shown, never linked
-        damaged = [lane for lane in view.ring_head if not is_lane(lane)]
+        damaged = [lane for lane in view.ring_head if not (is_lane(lane) or entry_tenant(lane))]
         damaged += [info.lane for info in infos if not is_lane(info.lane)]
         infos = [info for info in infos if is_lane(info.lane)]
         refresh = request.GET.get("refresh") != "0" and not query
@@ -142,9 +146,13 @@ class LaneAdmin(ActionViews):
             ],
             totals=totals[name],
             ring_head=[
-                {"lane": lane, "url": self._url("detail", name, lane) if is_lane(lane) else None}
+                {"lane": lane, "url": self._ring_url(request, name, lane)}
                 for lane in view.ring_head
             ],
+            tenant=tenant,
+            tenant_info=queue.tenant(tenant) if tenant else None,
+            tenants=queue.tenants()[:200] if request.GET.get("tenants") == "1" else None,
+            tenants_url=self._query_url(request, tenants="1", tenant=None, q=None, page=None),
             damaged=damaged,
             ring_more=max(0, totals[name].ring - len(view.ring_head)),
             workers=[
@@ -171,6 +179,13 @@ class LaneAdmin(ActionViews):
         )
         return TemplateResponse(request, "admin/django_emq/lanes.html", context)
 
+    def _ring_url(self, request: HttpRequest, queue: str, name: str) -> str | None:
+        """A lane's page, or a tenant entry's lanes (the lanes view filtered)."""
+        if is_lane(name):
+            return self._url("detail", queue, name)
+        owner = entry_tenant(name)
+        return None if owner is None else self._query_url(request, tenant=owner, q=None, page=None)
+
     def _search(self, queue: AnyQueue, query: str) -> list[LaneInfo]:
         try:
             lanes = [validate_lane(query)]
@@ -195,6 +210,11 @@ class LaneAdmin(ActionViews):
                 {
                     "info": info,
                     "owner": owners.get(info.lane, ""),
+                    "tenant_url": (
+                        "?" + urlencode({"queue": queue.name, "tenant": info.tenant})
+                        if info.tenant
+                        else None
+                    ),
                     "bar_max": max(deepest, info.depth, 1),
                     "oldest": None if enqueued is None else duration(server_ms - enqueued),
                     "url": self._url("detail", queue.name, info.lane),
@@ -300,6 +320,14 @@ class LaneAdmin(ActionViews):
         if pager.next is not None:
             urls["next"] = self._query_url(request, **{kind: str(pager.next)})
         return {"rows": rows, "pager": pager, "urls": urls}
+
+
+def _tenant_arg(raw: str | None) -> str | None:
+    """The ``tenant`` filter of the lanes view, when it names a tenant id."""
+    try:
+        return None if not raw else validate_tenant(raw.strip())
+    except ValueError:
+        return None
 
 
 def _status(info: LaneInfo) -> str:

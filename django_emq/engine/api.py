@@ -44,19 +44,30 @@ class QueueAPI:
         max_attempts: int | None = None,
         meta: Mapping[str, Any] | None = None,
         unique_key: str | None = None,
+        tenant: str | None = None,
     ) -> Enqueued:
         """Enqueue one job on ``lane``. Everything is validated before anything is written.
 
         An existing ``job_id`` answers ``duplicate=True`` and changes nothing;
         so does a ``unique_key`` an unfinished job of the lane holds (the answer
-        names that job). A lane at its max depth raises ``LaneFull``.
+        names that job). A lane at its max depth raises ``LaneFull``. ``tenant``
+        records the lane's tenant (see ``docs/tenants.md``; ``None`` keeps it).
         Raises ``ValueError``/``InvalidArguments`` for bad input and
         ``EnqueueError`` when the server cannot be reached or refuses the write
         (out of memory, a read-only replica, an ACL that forbids it).
         """
         return self.enqueue_spec(
             JobSpec(
-                lane, task_path, args, kwargs, job_id, run_after, max_attempts, meta, unique_key
+                lane,
+                task_path,
+                args,
+                kwargs,
+                job_id,
+                run_after,
+                max_attempts,
+                meta,
+                unique_key,
+                tenant=tenant,
             )
         )
 

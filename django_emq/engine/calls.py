@@ -37,7 +37,9 @@ def enqueue(
     max_depth: int | None = None,
     unique_key: str = "",
     tick: tuple[str, int] | None = None,
+    tenant: str = "",
 ) -> Call:
+    """``tenant``: the lane's tenant ('' keeps the recorded one)."""
     keys = [
         k.ring,
         k.on_ring,
@@ -66,6 +68,7 @@ def enqueue(
         unique_key,
         "" if tick is None else tick[0],
         0 if tick is None else tick[1],
+        tenant,
     ]
     return Call("enqueue", keys, args)
 
@@ -266,6 +269,11 @@ def set_weight(k: QueueKeys, lane: str, weight: int) -> Call:
     return Call("set_weight", [k.weights], [lane, weight])
 
 
+def set_tenant_limit(k: QueueKeys, tenant: str, ceiling: int | None) -> Call:
+    keys = [k.ring, k.on_ring, k.ceilings, k.inflight, k.wake]
+    return Call("set_tenant_limit", keys, [tenant, "" if ceiling is None else ceiling])
+
+
 def drain(k: QueueKeys, lane: str, limit: int) -> Call:
     keys = [k.ring, k.on_ring, k.depths, k.stats, k.pending(lane)]
     return Call("drain", keys, [k.prefix, lane, limit])
@@ -369,10 +377,22 @@ def mend_lanes(k: QueueKeys, names: Sequence[tuple[str, str]]) -> Call:
     return Call("mend_lanes", keys, [k.prefix, *(part for entry in names for part in entry)])
 
 
-def mend_ring(k: QueueKeys, ring: bool, total: bool) -> Call:
+def mend_ring(k: QueueKeys, ring: bool, total: bool, tenant_rings: Sequence[str] = ()) -> Call:
+    """``tenant_rings``: the tenants' ring keys, emptied with the ring."""
     keys = [k.ring, k.on_ring, k.depths, k.stats, k.wake]
-    return Call("mend_ring", keys, ["1" if ring else "0", "1" if total else "0"])
+    args: list[str | int | bytes] = ["1" if ring else "0", "1" if total else "0", *tenant_rings]
+    return Call("mend_ring", keys, args)
 
 
 def mend_key(key: str, kind: str) -> Call:
     return Call("mend_key", [key], [kind])
+
+
+def audit_tenants(k: QueueKeys, tenant: str, lanes: Sequence[str]) -> Call:
+    keys = [k.on_ring, k.ceilings, k.inflight, k.tenants]
+    return Call("audit_tenants", keys, [k.prefix, tenant, *lanes])
+
+
+def mend_tenants(k: QueueKeys, tenant: str, lanes: Sequence[str]) -> Call:
+    keys = [k.ring, k.on_ring, k.paused, k.ceilings, k.inflight, k.wake]
+    return Call("mend_tenants", keys, [k.prefix, tenant, *lanes])

@@ -28,57 +28,13 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from . import calls
+from . import calls, doctor_tenants
 from .exceptions import CorruptKeyspace
-from .ids import is_lane, validate_job_id
-from .keys import QueueKeys
+from .ids import is_lane
+from .keyspace import FIXED_KEY_TYPES, LANE_SETS, QUEUE_SETS, expected_type
 from .payload import text
 from .queue import Queue
 
-#: Redis type of each fixed key of a queue (``QueueKeys`` attribute -> type).
-FIXED_KEY_TYPES: dict[str, str] = {
-    "ring": "list",
-    "on_ring": "set",
-    "active": "zset",
-    "schedule": "zset",
-    "dead": "zset",
-    "paused": "set",
-    "ceilings": "hash",
-    "weights": "hash",
-    "inflight": "hash",
-    "depths": "zset",
-    "stats": "hash",
-    "seq": "string",
-    "wake": "list",
-    "workers": "hash",
-    "finished": "zset",
-    "turn": "hash",
-    # lane policies (engine/policies.py)
-    "max_depths": "hash",
-    "unique": "hash",
-    "rates": "hash",
-    "throttled": "zset",
-    "ticks": "hash",
-    "timeshare": "hash",  # time-fair share (lua/includes/timeshare.lua)
-}
-
-#: Where a job of each state must be: ``lane`` (its lane's pending set), one of
-#: the queue-wide sorted sets, or nowhere (``None``).
-PLACE_OF_STATE: dict[str, str | None] = {
-    "pending": "lane",
-    "active": "active",
-    "scheduled": "schedule",
-    "dead": "dead",
-    "done": None,
-    "cancelled": None,
-}
-
-#: A lane's sets, by key suffix: the state their members' rows must have.
-LANE_SETS: dict[str, str] = {"pending": "pending", "active": "active", "dead": "dead"}
-#: A lane's other keys, by key suffix: their type (a rate-limited lane's start log).
-LANE_LOGS: dict[str, str] = {"starts": "list"}
-#: The queue-wide sets of job ids: the state their members' rows must have.
-QUEUE_SETS: dict[str, str] = {"active": "active", "schedule": "scheduled", "dead": "dead"}
 #: Rings and depth indexes up to this length are read whole (in one atomic step).
 RING_LIMIT = 10_000
 #: Findings a report keeps to show (all are counted).
@@ -135,30 +91,6 @@ def _glob_escape(value: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in value)
 
 
-def expected_type(keys: QueueKeys, key: str) -> str | None:
-    """The type ``key`` must have, or ``None`` when it is no key of the queue's."""
-    fixed = {getattr(keys, attr): kind for attr, kind in FIXED_KEY_TYPES.items()}
-    if key in fixed:
-        return fixed[key]
-    rest = key.removeprefix(keys.prefix)
-    if rest == key:
-        return None
-    if rest.startswith("g:"):
-        lane, _, suffix = rest[2:].rpartition(":")
-        if not is_lane(lane):
-            return None
-        return "zset" if suffix in LANE_SETS else LANE_LOGS.get(suffix)
-    if rest.startswith(("m:", "lw:")) and rest.partition(":")[2].isdigit():
-        return "hash"  # the history's minutes and lanes' hours (lua/includes/history.lua)
-    if rest.startswith("job:"):
-        try:
-            validate_job_id(rest[4:])
-        except ValueError:
-            return None
-        return "hash"
-    return None
-
-
 class Doctor:
     """Audits (and with ``repair=True`` mends) one queue; ``progress`` is called
     with the report after each batch of keys."""
@@ -198,10 +130,13 @@ class Doctor:
         for keys in _batches(self._scan(), self.batch):
             self._key_batch(keys)
             self.progress(report)
+        self._entries: set[str] = set()
         self._named_lanes()
         ring_broken = self._ring_and_total()
+        self._tenants()
         if repair and (ring_broken or report.problems):
             self._rebuild(ring_broken)
+            self._tenants()
         return report
 
     def _run(self, call: calls.Call) -> Any:
@@ -346,7 +281,9 @@ class Doctor:
         for key, names in sources:
             if text(r.type(key)) != FIXED_KEY_TYPES[self._attr(key)]:
                 continue  # reported (and deleted, in a repair) with the keys
-            for chunk in _batches((text(n) for n in names), self.batch):
+            for named in _batches((text(n) for n in names), self.batch):
+                chunk, tenants = doctor_tenants.split_entries(named)  # '@<tenant>' entries
+                self._entries.update(tenants)
                 lanes = [name for name in chunk if is_lane(name)]
                 for name in chunk:
                     if not is_lane(name):
@@ -357,11 +294,24 @@ class Doctor:
                 if lanes:
                     self._lanes(lanes)
 
+    def _tenants(self) -> None:
+        """Each tenant's ring, entry and in-flight count (engine/doctor_tenants.py)."""
+        found = doctor_tenants.tenant_lanes(self.r, self.keys, self.batch)
+        for tenant in self._entries:
+            found.setdefault(tenant, [])
+        self._report.mended += doctor_tenants.audit_tenants(
+            self._run,
+            self.keys,
+            found,
+            lambda what, name, detail: self._report.add(Finding(what, name, detail)),
+            self._repair,
+        )
+
     def _attr(self, key: str) -> str:
         return next(attr for attr in FIXED_KEY_TYPES if getattr(self.keys, attr) == key)
 
     def _ring_and_total(self) -> bool:
-        length, size, dups, unknown, absent, total, stats = self.queue._run(
+        length, size, dups, unknown, absent, total, stats, misplaced = self.queue._run(
             calls.audit_ring(self.keys, RING_LIMIT)
         )
         report, ring = self._report, self.keys.ring
@@ -369,7 +319,12 @@ class Doctor:
         if int(length) >= 0 and int(size) >= 0 and int(length) != int(size):
             report.add(Finding("ring", ring, f"{length} entries, {size} lanes in its set"))
             broken = True
-        for name, lanes in (("twice", dups), ("not in its set", unknown), ("missing", absent)):
+        for name, lanes in (
+            ("twice", dups),
+            ("not in its set", unknown),
+            ("missing", absent),
+            ("tenanted, yet", misplaced),
+        ):
             for lane in lanes:
                 report.add(Finding("ring", text(lane), f"{name} on the ring"))
                 broken = True
@@ -388,7 +343,8 @@ class Doctor:
     def _rebuild(self, ring: bool) -> None:
         """The last steps of a repair: the ring rebuilt (when it was broken) and
         every lane recounted, then the pending total."""
-        self._run(calls.mend_ring(self.keys, ring=ring, total=False))
+        rings = doctor_tenants.tenant_rings(self.r, self.keys, self.batch) if ring else []
+        self._run(calls.mend_ring(self.keys, ring=ring, total=False, tenant_rings=rings))
         start = len(self.keys.prefix) + 2
         pattern = _glob_escape(self.keys.prefix) + "g:*:pending"
         scanned = self.r.scan_iter(match=pattern, count=self.batch)

@@ -85,6 +85,35 @@ def validate_lane(lane: object) -> str:
     return lane
 
 
+def validate_tenant(tenant: object) -> str:
+    """Return ``tenant`` if it is a branded id (a tenant id is spelled like a lane
+    id: ``lane_id(brand, pk)``), else raise ``ValueError``."""
+    if not isinstance(tenant, str) or not LANE_RE.fullmatch(tenant):
+        raise ValueError(
+            f"{tenant!r} is not a tenant id: a tenant id is a 3-letter upper-case brand plus "
+            f"{LANE_WIDTH} (or {WIDE_LANE_WIDTH}) base62 digits; build one with "
+            "django_emq.lane_id(brand, pk)"
+        )
+    return tenant
+
+
+#: The mark of a tenant's entry on the top ring (and in the lanes' hashes):
+#: ``@<tenant>``. No lane id holds it, so an entry needs no lookup to be told apart.
+TENANT_MARK = "@"
+
+
+def tenant_entry(tenant: str) -> str:
+    """The name that stands for ``tenant`` on the top ring and in the lanes' hashes."""
+    return TENANT_MARK + validate_tenant(tenant)
+
+
+def entry_tenant(name: str) -> str | None:
+    """The tenant ``name`` is the entry of, or ``None`` when it is no tenant entry."""
+    if name.startswith(TENANT_MARK) and LANE_RE.fullmatch(name[1:]):
+        return name[1:]
+    return None
+
+
 def is_lane(name: object) -> bool:
     """Whether ``name`` is a branded lane id (a hand-edited key may hold one that is not)."""
     return isinstance(name, str) and LANE_RE.fullmatch(name) is not None

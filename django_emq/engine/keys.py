@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ids import validate_job_id, validate_lane, validate_queue_name
+from .ids import validate_job_id, validate_lane, validate_queue_name, validate_tenant
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +153,21 @@ class QueueKeys:
         """Hash: every lane's wait histogram for one hour (field ``<lane>:<bucket>``;
         ``hour`` = epoch ms // 3600000)."""
         return self._k(f"lw:{hour}")
+
+    @property
+    def tenants(self) -> str:
+        """Hash: lane -> its tenant (``lua/includes/tenants.lua``)."""
+        return self._k("tenants")
+
+    @property
+    def tenant_turns(self) -> str:
+        """Hash: tenant -> ``<lane> <credit>``: the rest of the weighted turn of the
+        lane at the head of the tenant's ring, when a claim cut it short."""
+        return self._k("tturns")
+
+    def tenant_ring(self, tenant: str) -> str:
+        """List: a tenant's serviceable lanes in rotation order."""
+        return self._k(f"t:{validate_tenant(tenant)}:ring")
 
     def pending(self, lane: str) -> str:
         """Sorted set: lane's pending job ids scored by mint order."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from .browse import ROW_FIELDS, JobRow, job_row, server_ms
+from .ids import entry_tenant
 from .payload import text
 from .queue import Queue
 from .rows import Row
@@ -127,7 +128,9 @@ def jobs_in_state(queue: AnyQueue, state: State, offset: int = 0, limit: int = 5
 
 def _next_to_run(queue: AnyQueue, limit: int) -> Listing:
     """The next ``limit`` jobs in run order: the ring's next lanes, turn by turn
-    (one job per lane per turn; weights are not looked at)."""
+    (one job per lane per turn; weights are not looked at). A tenant's entry
+    stands for the lane at the head of its ring (one more round trip, only
+    when the ring holds entries)."""
     jobs: list[ListedJob] = []
     total, now = 0, 0
     for shard in queue.shards:
@@ -139,7 +142,7 @@ def _next_to_run(queue: AnyQueue, limit: int) -> Listing:
         head, pending, clock = pipe.execute()
         total += int(pending or 0)
         now = max(now, server_ms(clock))
-        lanes = [text(lane) for lane in head]
+        lanes = _entries_as_lanes(shard, [text(lane) for lane in head])
         if not lanes:
             continue
         per_lane = -(-limit // len(lanes))
@@ -151,6 +154,24 @@ def _next_to_run(queue: AnyQueue, limit: int) -> Listing:
         order = [(text(m), int(s)) for turn in turns for pair in turn if pair for m, s in [pair]]
         jobs += _rows(shard, order[:limit])
     return Listing(jobs[:limit], total, now)
+
+
+def _entries_as_lanes(shard: Queue, names: list[str]) -> list[str]:
+    """The ring's names with each tenant entry replaced by its ring's head lane."""
+    tenants = [entry_tenant(name) for name in names]
+    if not any(tenants):
+        return names
+    pipe = shard.connection.pipeline(transaction=False)
+    for tenant in tenants:
+        if tenant:
+            pipe.lindex(shard.keys.tenant_ring(tenant), 0)
+    heads = iter(pipe.execute())
+    lanes = []
+    for name, tenant in zip(names, tenants, strict=True):
+        lane = text(next(heads) or b"") if tenant else name
+        if lane:
+            lanes.append(lane)
+    return lanes
 
 
 def find_by_task(queue: AnyQueue, prefix: str, limit: int = 50) -> list[ListedJob]:

@@ -22,7 +22,7 @@ from .api import QueueAPI
 from .calls import COMPLETE_CLAIM_OUTCOMES
 from .control import BATCH, LaneControl
 from .exceptions import CorruptKeyspace, EnqueueError, JobError, check_code, script_error
-from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
+from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path, validate_tenant
 from .jobs import JobControl
 from .keys import QueueKeys
 from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text
@@ -59,6 +59,7 @@ from .records import (
     unique_key_arg,
 )
 from .scripts import Scripts
+from .tenants import TenantPolicies, tenant_arg
 
 if TYPE_CHECKING:
     from .client import Client
@@ -83,7 +84,7 @@ __all__ = [
 ]
 
 
-class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
+class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, QueueReads):
     """One queue of fair lanes on one Valkey server.
 
     ``result_ttl`` is how long a finished job's row (its result) is kept,
@@ -170,6 +171,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, JobControl, QueueReads):
             self.max_depth,
             unique,
             tick,
+            tenant_arg(spec.tenant, self.fairness),
         )
 
     def enqueue_spec(self, spec: JobSpec) -> Enqueued:

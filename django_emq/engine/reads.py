@@ -78,7 +78,9 @@ class QueueReads:
             pipe.hmget(key, names)
         pipe.smismember(k.paused, names)
         pipe.zmscore(k.throttled, names)
-        inflight, ceilings, weights, max_depths, rates, credits, paused, throttled = pipe.execute()
+        pipe.hmget(k.tenants, names)
+        results = pipe.execute()
+        inflight, ceilings, weights, max_depths, rates, credits, paused, throttled, tenants = results
         time_fair = getattr(self, "fairness", "count") == "time"
         return [
             LaneInfo(
@@ -92,6 +94,7 @@ class QueueReads:
                 _rate(rates[i]),
                 None if throttled[i] is None else int(throttled[i]),
                 as_int(credits[i]) if time_fair else None,
+                None if tenants[i] is None else text(tenants[i]),
             )
             for i, (lane, depth) in enumerate(ranked)
         ]

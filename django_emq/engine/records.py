@@ -66,6 +66,9 @@ class JobSpec:
     #: ``(schedule name, tick ms)``: a periodic schedule's tick, enqueued once
     #: however many workers try (the schedule's last tick must be older).
     tick: tuple[str, int] | None = None
+    #: The lane's tenant (a tenant id): workers rotate across tenants first, then
+    #: across the lanes of each. ``None`` keeps the lane's recorded tenant.
+    tenant: str | None = None
 
     @classmethod
     def of(cls, job: JobSpec | Mapping[str, Any]) -> JobSpec:
@@ -159,6 +162,8 @@ class LaneInfo:
     #: A time-fair queue's lane: its credit of worker time, ms (negative: in debt;
     #: see docs/time-fair.md). ``None``: the queue is count-fair.
     credit_ms: int | None = None
+    #: The lane's tenant (``None``: untenanted; see ``engine/tenants.py``).
+    tenant: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from .placement import job_id_on, job_shard, lane_shard, shard_tags
 from .policies import LanePolicies
 from .queue import Queue
 from .records import Claim, ClaimRequest, Enqueued, JobSpec, LaneInfo, Totals, encode_outcomes
+from .tenants import TenantPolicies
 
 if TYPE_CHECKING:
     from .client import Client
@@ -42,7 +43,7 @@ MAX_TOP = 10_000
 HOLD_OFF = 1.0
 
 
-class ShardedQueue(QueueAPI, LanePolicies):
+class ShardedQueue(QueueAPI, LanePolicies, TenantPolicies):
     """Queue ``name`` spread over ``shards`` shards; options as for :class:`Queue`."""
 
     def __init__(

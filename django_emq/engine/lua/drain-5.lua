@@ -21,11 +21,13 @@
 -- @include "check"
 -- @include "pending"
 -- @include "policies"
+-- @include "tenants"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], depths = KEYS[3], stats = KEYS[4]}
 local prefix, lane, pendingKey = ARGV[1], ARGV[2], KEYS[5]
 checkQ(Q)
 expectType(pendingKey, 'zset')
+checkTenantOf(prefix, lane)  -- [tenants]
 local uniques = anyUnique(prefix)
 local popped = redis.call('ZPOPMIN', pendingKey, tonumber(ARGV[3]))
 for i = 1, #popped, 2 do
@@ -35,7 +37,5 @@ end
 local n = #popped / 2
 removedPending(Q, lane, n)
 local remaining = redis.call('ZCARD', pendingKey)
-if remaining == 0 and redis.call('SREM', Q.onring, lane) == 1 then
-  redis.call('LREM', Q.ring, 1, lane)
-end
+if remaining == 0 then laneLeaves(Q, lane) end  -- [tenants] off its ring, the top or its tenant's
 return {n, remaining}

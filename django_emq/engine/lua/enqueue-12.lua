@@ -30,9 +30,13 @@
   ARGV[12] schedule      the periodic schedule whose tick this job is; '' for none
   ARGV[13] tick          that tick's time (epoch ms): enqueued once, by whoever
                          claims it first (the schedule's last tick is older)
+  ARGV[14] tenant        the lane's tenant (validated by the caller); '' keeps the
+                         recorded one. Recorded only while the lane is idle
+                         (includes/tenants.lua: recordTenant)
   derived: <prefix>maxdepth, <prefix>unique, <prefix>ticks (hashes, see
            includes/policies.lua); <prefix>m:<minute> (hash,
-           includes/history.lua)
+           includes/history.lua); <prefix>tenants, <prefix>t:<tenant>:ring
+           (includes/tenants.lua)
 
   Returns {1, state, enq} when enqueued (state 'pending' or 'scheduled'),
           {0, state, enq} when the id exists already (nothing changed),
@@ -49,6 +53,7 @@
 -- @include "ring"
 -- @include "policies"
 -- @include "history"
+-- @include "tenants"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],
@@ -80,6 +85,15 @@ local due = tonumber(ARGV[7])
 local state = 'pending'
 if due > now then state = 'scheduled' end
 local joins = false
+-- [tenants] the tenant to record, and its ring
+local tenant = ARGV[14] or ''
+if tenant ~= '' then
+  if tenant ~= tenantOf(prefix, lane) then
+    expectType(prefix .. 'tenants', 'hash')
+    checkTenantRing(prefix, tenant)
+  end
+  checkQ(Q, {'onring', 'inflight'})
+end
 if state == 'scheduled' then
   checkQ(Q, {'schedule', 'stats'})
 else
@@ -87,6 +101,8 @@ else
   expectType(pendingKey, 'zset')
   joins = willJoin(Q, lane, pendingKey, 1, 0)
   if joins then checkQ(Q, {'ring', 'wake'}) end
+  -- [tenants] a tenant's entry joining the top ring reads its in-flight count
+  if joins and tenantOf(prefix, lane) then checkQ(Q, {'inflight'}) end
 end
 local seq = guard(KEYS[9], 'INCR', KEYS[9])  -- the first write: it fails alone
 
@@ -96,6 +112,7 @@ redis.call('HSET', jk, 'state', state, 'attempts', 0, 'fails', 0, 'group', lane,
 addCount(Q.stats, 'enqueued', 1, 1)
 if unique ~= '' then holdUnique(prefix, lane, unique, id, jk) end
 if schedule ~= '' then takeTick(prefix, schedule, ARGV[13], id) end
+recordTenant(Q, prefix, lane, tenant)  -- [tenants]
 countEvent(prefix, now, 'enq', 1)
 
 if state == 'scheduled' then

@@ -71,7 +71,10 @@ for i = 2, #ARGV, 3 do
   local want = PLACES_OF_STATE[state or '']
   -- a lane set of the wrong type aborts the step (the doctor deletes it and
   -- runs the step again: each step is safe to repeat)
-  if lane then checkLane(prefix, lane) end
+  if lane then
+    checkLane(prefix, lane)
+    checkTenantOf(prefix, lane)  -- [tenants]
+  end
   if foundLane ~= '' then checkLane(prefix, foundLane) end
   -- the set it was found in, when its row does not put it there
   if foundIn ~= '' then

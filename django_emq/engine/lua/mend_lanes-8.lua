@@ -13,7 +13,8 @@
   KEYS[6]  depths    zset   lane -> pending depth
   KEYS[7]  wake      list   wake tokens for parked workers
   KEYS[8]  weights   hash   lane -> weight
-  derived: <prefix>g:<lane>:pending and :active (zsets) of each lane; on purge
+  derived: <prefix>g:<lane>:pending and :active (zsets) of each lane; its
+           tenant's ring (includes/tenants.lua); on purge
            <prefix>maxdepth, <prefix>rates, <prefix>timeshare (hashes: its
            '<name>' and '<name>:avg'), <prefix>throttled (zset)
 
@@ -30,6 +31,9 @@ local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4
   inflight = KEYS[5], depths = KEYS[6], wake = KEYS[7], weights = KEYS[8]}
 local prefix = ARGV[1]
 checkQ(Q)
+for i = 2, #ARGV, 2 do  -- [tenants] the rings a lane may join or leave
+  if ARGV[i + 1] ~= 'purge' then checkTenantOf(prefix, ARGV[i]) end
+end
 local changed = 0
 for i = 2, #ARGV, 2 do
   local name, mode = ARGV[i], ARGV[i + 1]

@@ -16,6 +16,8 @@
 
   ARGV[1]  ring      '1' to empty the ring, else '0'
   ARGV[2]  total     '1' to recount the pending total, else '0'
+  ARGV[3..] rings    with ring = '1': the tenants' rings (<prefix>t:<tenant>:ring,
+                     lists, includes/tenants.lua), emptied with it
 
   Returns the pending total (or -1 when it was not recounted).
 ]]
@@ -25,6 +27,7 @@ local Q = {ring = KEYS[1], onring = KEYS[2], depths = KEYS[3], stats = KEYS[4], 
 checkQ(Q)
 if ARGV[1] == '1' then
   redis.call('DEL', Q.ring, Q.onring)
+  for i = 3, #ARGV do redis.call('DEL', ARGV[i]) end
 end
 local total = -1
 if ARGV[2] == '1' then

@@ -39,7 +39,11 @@ local from = row[2]
 if from == to then return 0 end
 checkQ(Q)
 expectType(toKey, 'zset')
-if from then expectType(laneKey(prefix, from), 'zset') end
+if from then
+  expectType(laneKey(prefix, from), 'zset')
+  checkTenantOf(prefix, from)  -- [tenants]
+end
+checkTenantOf(prefix, to)
 local uniques = anyUnique(prefix)
 local seq = tonumber(row[3]) or 0
 if uniques then releaseUnique(prefix, jk, id) end

@@ -25,6 +25,7 @@ local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4
 local lane = ARGV[1]
 checkQ(Q)
 expectType(KEYS[7], 'zset')
+checkTenantOf(prefixOfQ(Q), lane)  -- [tenants]
 local changed
 if ARGV[2] == '1' then
   changed = redis.call('SADD', Q.paused, lane)

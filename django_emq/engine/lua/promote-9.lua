@@ -48,6 +48,7 @@ for _, id in ipairs(due) do
   local row = guard(jk, 'HMGET', jk, 'group', 'seq')
   if row[1] and not checked[row[1]] then
     expectType(laneKey(prefix, row[1]), 'zset')
+    checkTenantOf(prefix, row[1])  -- [tenants]
     checked[row[1]] = true
   end
   jobs[#jobs + 1] = {id, jk, row}

@@ -69,6 +69,7 @@ for _, id in ipairs(expired) do
     'tries')
   if row[1] and not checked[row[1]] then
     checkLane(prefix, row[1])
+    checkTenantOf(prefix, row[1])  -- [tenants]
     checked[row[1]] = true
   end
   jobs[#jobs + 1] = {id, jk, row}

@@ -31,7 +31,6 @@
 -- @include "counter"
 -- @include "fence"
 -- @include "return_to_lane"
--- @include "now_ms"
 -- @include "tries"
 -- @include "timeshare"
 
@@ -43,6 +42,7 @@ local lane, tries = fence(jk, ARGV[3])
 if type(lane) == 'number' then return lane end
 checkQ(Q)
 checkLane(prefix, lane)
+checkTenantOf(prefix, lane)  -- [tenants]
 local ts = tsActive(prefix)  -- @timeshare
 local now = nowMs()
 local seq = redis.call('HGET', jk, 'seq')

@@ -64,6 +64,7 @@ if type(lane) == 'number' then return lane end
 -- reads and checks
 checkQ(Q)
 checkLane(prefix, lane)
+checkTenantOf(prefix, lane)  -- [tenants]
 local uniques = anyUnique(prefix)
 local ts = tsActive(prefix)  -- @timeshare
 local row = redis.call('HMGET', jk, 'fails', 'max', 'errors', 'errors_total', 'seq')

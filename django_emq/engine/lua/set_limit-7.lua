@@ -24,6 +24,7 @@ local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4
 local lane = ARGV[1]
 checkQ(Q)
 expectType(KEYS[7], 'zset')
+checkTenantOf(prefixOfQ(Q), lane)  -- [tenants]
 if ARGV[2] == '' then
   redis.call('HDEL', Q.ceilings, lane)
 else

@@ -33,6 +33,7 @@ local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4
 local lane, startsKey = ARGV[1], KEYS[10]
 checkQ(Q)
 expectType(KEYS[7], 'zset')
+checkTenantOf(prefixOfQ(Q), lane)  -- [tenants]
 expectType(KEYS[8], 'hash')
 expectType(KEYS[9], 'zset')
 expectType(startsKey, 'list')

@@ -5,6 +5,7 @@
 -- @include "rate"
 -- @include "history"
 -- @include "timeshare"
+-- @include "tenants"
 
 -- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness): take up to
 -- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
@@ -38,7 +39,13 @@
 -- Time-fair share (includes/timeshare.lua; `fairness` 'time', else ''): the
 -- lane at the head is picked by its credit of worker time instead (lanes in
 -- debt rotate on unserved), served as many jobs as its credit covers, and
--- charged for them; the `turn` hash is not used then.
+-- charged for them; the `turn` hash is not used then. (Tenants are refused on
+-- a time-fair queue by Queue.enqueue: a tenant's entry met here is served,
+-- charged as one entry, and never refunded, see docs/time-fair.md.)
+-- Tenants (includes/tenants.lua): a turn that lands on a tenant's entry
+-- serves the lane its own ring turns to, and the tenant's ring follows; the
+-- top ring then treats the entry as it treats a lane. An entry tells itself
+-- apart by its mark: a queue without tenants pays nothing for them.
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .weights, .inflight,
 -- .depths, .stats, .turn.
 local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness)
@@ -174,6 +181,15 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
       if not lane then break end
       credit = 1
     end
+    -- [tenants] a tenant's entry: serve the lane its ring turns to
+    local tenantTurn = nil
+    if isEntry(lane) then
+      lane, credit, tenantTurn = tenantPick(Q, prefix, lane, credit, weighted, capped)
+      if not lane then
+        broken = tenantTurn
+        break
+      end
+    end
     local pendingKey = laneKey(prefix, lane)
     local k = credit
     if limit - claimed < k then k = limit - claimed end
@@ -223,6 +239,13 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     end
     local throttled = count and rateTaken(prefix, lane, now, count, per, math.max(k, 0))
     local leaves = left <= 0 or (ceiling and inflight >= ceiling) or k <= 0 or throttled
+    -- [tenants] the tenant's ring follows; from here on `lane` is the tenant's entry
+    local again = false
+    if tenantTurn then
+      leaves, credit, lane, again = tenantDone(Q, prefix, tenantTurn, math.max(k, 0), leaves,
+        weighted, claimed < limit and not suspect)
+      turnLane = nil
+    end
     if not weighted and not ts then
       -- The lane is at the tail now: leave with RPOP when it is no longer serviceable.
       if leaves then
@@ -232,6 +255,9 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     elseif leaves then
       redis.call('LPOP', Q.ring)
       redis.call('SREM', Q.onring, lane)
+    elseif again then
+      -- [tenants] the tenant's turn goes on with its next lane, in this claim
+      savedLane, savedCredit, turnLane, turnCredit = lane, credit, lane, credit
     elseif credit > 0 then
       -- cut short (by the limit or a suspect): the lane keeps the head and the
       -- rest of its turn, for the next claim

@@ -59,6 +59,12 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     expectType(laneActiveKey(prefix, lane), 'zset')
     joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
     anyJoins = anyJoins or joins[lane]
+    -- [tenants] a tenant freed from its ceiling may rejoin the top ring
+    local tenant = tenantOf(prefix, lane)
+    if tenant and tenantCapped(Q, tenant) then
+      checkTenantRing(prefix, tenant)
+      anyJoins = true
+    end
   end
   if anyJoins then checkQ(Q, {'ring', 'wake'}) end
   local uniques = anyUnique(prefix)
@@ -90,6 +96,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     local laneActive = laneActiveKey(prefix, lane)
     redis.call('ZREM', laneActive, unpack(byLane[lane]))
     dropInflight(Q, lane, #byLane[lane], laneActive)
+    tenantFreed(Q, prefix, lane, #byLane[lane])  -- [tenants]
     if joins[lane] then enterRing(Q, lane) end
   end
   return codes

@@ -1,5 +1,6 @@
 -- @include "item_keys"
 -- @include "check"
+-- @include "tenants"
 
 -- deadBatch(Q, prefix, lane, limit, ids): the dead jobs one call works on.
 -- With ids (a table, may be empty) those ids, each checked to be a dead job
@@ -23,6 +24,7 @@ local function deadBatch(Q, prefix, lane, limit, ids)
     if row[1] == 'dead' and row[2] and (lane == '' or row[2] == lane) then
       if not checked[row[2]] then
         checkLane(prefix, row[2])
+        checkTenantOf(prefix, row[2])  -- [tenants]
         checked[row[2]] = true
       end
       -- A row that lost its seq (edited by hand) goes to the head of its lane.

@@ -1,5 +1,6 @@
 -- @include "check"
 -- @include "serviceable"
+-- @include "tenants"
 
 -- Rate limits: at most `count` jobs of a lane started in any `per` ms (a
 -- sliding log, so no burst at a window's edge), on the server clock.
@@ -73,21 +74,23 @@ end
 local function dueLanes(prefix, now, limit)
   local due = guard(prefix .. 'throttled', 'ZRANGEBYSCORE', prefix .. 'throttled', '-inf', now,
     'LIMIT', 0, limit)
-  for _, lane in ipairs(due) do expectType(laneKey(prefix, lane), 'zset') end
+  for _, lane in ipairs(due) do
+    expectType(laneKey(prefix, lane), 'zset')
+    checkTenantOf(prefix, lane)  -- [tenants] a tenanted lane rejoins its tenant's ring
+  end
   return due
 end
 
 -- unthrottle(Q, prefix, lanes): the lanes leave `throttled` and rejoin the
--- ring when serviceable. Returns how many rejoined. Q needs .ring, .onring,
--- .paused, .ceilings, .inflight.
+-- ring when serviceable (a tenanted lane its tenant's). Returns how many
+-- rejoined. Q needs .ring, .onring, .paused, .ceilings, .inflight.
 local function unthrottle(Q, prefix, lanes)
   local joined = 0
   for _, lane in ipairs(lanes) do
     redis.call('ZREM', prefix .. 'throttled', lane)
     if redis.call('SISMEMBER', Q.onring, lane) == 0
         and serviceable(Q, lane, laneKey(prefix, lane)) then
-      redis.call('SADD', Q.onring, lane)
-      redis.call('RPUSH', Q.ring, lane)
+      laneEnters(Q, lane)
       joined = joined + 1
     end
   end
