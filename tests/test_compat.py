@@ -343,6 +343,7 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "cancel": calls.cancel(k, job, 1000, "{}", 10),
         "progress": calls.progress(k, job, 0.5, ""),
         "due_now": calls.due_now(k, job),
+        "read_job": calls.read_job(k, job, 10),
     }
 
 
