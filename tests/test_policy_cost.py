@@ -180,6 +180,8 @@ def test_settling_time_fair_jobs_costs_the_same_with_20000_lanes(r: redis.Redis)
     counts = run_both(r, scenario)
     assert counts["evalsha"] == FEW
     assert counts["hdel"] == 2 * FEW  # each row's charge settled, each lane's in-flight count
+
+
 def tenant_fill(
     queue: Queue, names: list[str], tenants: int, per_lane: int, served: int = CYCLES
 ) -> None:

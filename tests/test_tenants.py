@@ -382,3 +382,15 @@ def test_next_to_run_shows_the_head_lane_of_each_tenant(queue: Queue) -> None:
     alone = enqueue(queue, lane(1), 2)
     listed = jobs_in_state(queue, "pending", limit=3)
     assert [j.row.job_id for j in listed.jobs][:2] == [first[0], alone[0]]
+
+
+def test_a_time_fair_queue_refuses_tenants_and_writes_nothing(r: redis.Redis) -> None:
+    """Time-fair share is kept per lane in worker time; the two levels of tenants
+    are not measured in it, so an enqueue naming a tenant there is refused."""
+    time_fair = Queue("timed", connection=r, fairness="time")
+    before = dump(r)
+    with pytest.raises(ValueError, match="time-fair queue"):
+        time_fair.enqueue(lane(10), TASK, tenant=T1)
+    assert dump(r) == before
+    time_fair.enqueue(lane(10), TASK)  # without a tenant it is served as usual
+    assert claim_one(time_fair) is not None

@@ -22,7 +22,7 @@ from .api import QueueAPI
 from .calls import COMPLETE_CLAIM_OUTCOMES
 from .control import BATCH, LaneControl
 from .exceptions import CorruptKeyspace, EnqueueError, JobError, check_code, script_error
-from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path, validate_tenant
+from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .jobs import JobControl
 from .keys import QueueKeys
 from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text

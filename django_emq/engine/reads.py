@@ -80,7 +80,9 @@ class QueueReads:
         pipe.zmscore(k.throttled, names)
         pipe.hmget(k.tenants, names)
         results = pipe.execute()
-        inflight, ceilings, weights, max_depths, rates, credits, paused, throttled, tenants = results
+        inflight, ceilings, weights, max_depths, rates, credits, paused, throttled, tenants = (
+            results
+        )
         time_fair = getattr(self, "fairness", "count") == "time"
         return [
             LaneInfo(

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 SCAN_LIMIT = 100_000
 
 
-@dataclass(frozen=True, slots=True)
-
 def tenant_arg(tenant: str | None, fairness: str) -> str:
     """The enqueue script's tenant argument ('' keeps the lane's), validated.
 
@@ -47,6 +45,8 @@ def tenant_arg(tenant: str | None, fairness: str) -> str:
         )
     return validate_tenant(tenant)
 
+
+@dataclass(frozen=True, slots=True)
 class TenantInfo:
     """One tenant as the operator's reads see it (summed over the shards)."""
 
