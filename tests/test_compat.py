@@ -89,6 +89,7 @@ NEWER_COMMANDS = words(
 
 TASK = "tests.tasks.noop"
 A, B, C = (lane_id("USR", n) for n in (1, 2, 3))
+ORG = lane_id("ORG", 1)
 LUA_CALL_RE = re.compile(r"redis\.p?call\(\s*(['\"])([^'\"]*)\1")
 #: guard(key, 'CMD', ...) (lua/includes/check.lua) runs CMD through its one
 #: forwarding redis.pcall(...), the only call that names no command itself.
@@ -242,6 +243,15 @@ def workload(queue: Queue) -> set[str]:
     assert use("cancel_requested")(running[0].job_id)
     queue.complete(running[0].job_id, running[0].token)
 
+    # tenants (engine/tenants.py): a tenanted lane, its tenant's settings and reads
+    use("enqueue")(lane_id("USR", 4), TASK, tenant=ORG)
+    use("set_tenant_weight")(ORG, 2)
+    use("set_tenant_limit")(ORG, 5)
+    assert use("tenant_of")(lane_id("USR", 4)) == ORG
+    assert use("tenant_lanes")(ORG) == [lane_id("USR", 4)]
+    assert [t.tenant for t in use("tenants")()] == [ORG]
+    assert use("tenant")(ORG).weight == 2
+
     assert use("retry_dead")([three.job_id], lane=three.lane) == 1
     assert use("delete_dead")(lane=three.lane) == 0
     return called
@@ -344,6 +354,9 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "progress": calls.progress(k, job, 0.5, ""),
         "due_now": calls.due_now(k, job),
         "read_job": calls.read_job(k, job, 10),
+        "set_tenant_limit": calls.set_tenant_limit(k, lane_id("ORG", 1), 2),
+        "audit_tenants": calls.audit_tenants(k, lane_id("ORG", 1), [lane]),
+        "mend_tenants": calls.mend_tenants(k, lane_id("ORG", 1), [lane]),
     }
 
 

@@ -64,13 +64,24 @@ def claim_one(queue: Queue, lease_ms: int) -> tuple[str, int]:
     return claims[0].job_id, claims[0].token
 
 
+def fairness_for(operation: str) -> str:
+    """The world's queue for an operation: time-fair (its timeshare hash in use),
+    but count-fair for the tenant operations (a time-fair queue has no tenants)."""
+    return "count" if "tenant" in operation else "time"
+
+
+def tenant_of(queue: Queue) -> str | None:
+    """Lane A's tenant: TA, where the queue can have tenants."""
+    return None if queue.fairness == "time" else TA
+
+
 def build(queue: Queue) -> World:
     world = World(queue)
     # lane A carries every lane policy (none of them refuses or holds back a job here)
     queue.set_rate(A, 1000, 3600)
     queue.set_max_depth(A, 1000)
     for name in ("active", "expired", "dead", "scheduled"):
-        queue.enqueue(A, TASK, job_id=f"{name}-1", unique_key=name, tenant=TA)
+        queue.enqueue(A, TASK, job_id=f"{name}-1", unique_key=name, tenant=tenant_of(queue))
     world.active = claim_one(queue, LONG)
     world.expired = claim_one(queue, 1)[0]
     dead, token = claim_one(queue, LONG)
@@ -209,7 +220,7 @@ def run_everything(world: World) -> set[str]:
 def one_case(r: redis.Redis, operation: str, name: str, key: str, wrong: str) -> str | None:
     """What went wrong with this corruption, or None."""
     r.flushall()
-    queue = Queue("q", connection=r, fairness="time")  # its timeshare hash in use too
+    queue = Queue("q", connection=r, fairness=fairness_for(operation))
     world = build(queue)
     ids = world.ids()
     saved = r.dump(key)
@@ -258,7 +269,7 @@ def test_a_key_of_the_wrong_type_is_reported_and_costs_no_job(
     r: redis.Redis, operation: str
 ) -> None:
     r.flushall()
-    cases = corruptions(build(Queue("q", connection=r, fairness="time")))
+    cases = corruptions(build(Queue("q", connection=r, fairness=fairness_for(operation))))
     problems = []
     for name, key, wrong in cases:
         problem = one_case(r, operation, name, key, wrong)

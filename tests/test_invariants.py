@@ -192,7 +192,12 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule(lane=lanes, tenant=tenants, when=whens)
     def enqueue_tenanted(self, lane: str, tenant: str, when: str | None) -> None:
-        """The lane belongs to the tenant from now on, if it is idle (docs/tenants.md)."""
+        """The lane belongs to the tenant from now on, if it is idle (docs/tenants.md);
+        a time-fair queue refuses tenants."""
+        if self.queue.fairness == "time":
+            with pytest.raises(ValueError, match="time-fair"):
+                self.queue.enqueue(lane, TASK, run_after=run_after(when), tenant=tenant)
+            return
         if self._full(lane):
             with pytest.raises(LaneFull):
                 self.queue.enqueue(lane, TASK, run_after=run_after(when), tenant=tenant)

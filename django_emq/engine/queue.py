@@ -90,12 +90,11 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
     ``result_ttl`` is how long a finished job's row (its result) is kept,
     ``max_attempts`` how many failures a job may have before it is dead,
     ``max_expiries`` how many times its lease may expire (its worker died or
-    froze) before it is dead rather than returned to its lane, ``history`` is
-    how many of the latest claimers' ids and errors a job's row keeps,
-    ``max_depth`` the most pending jobs a lane may hold unless it sets its own
-    (``None``: no limit), and ``rate`` a ``(count, per_seconds)`` limit on the
-    jobs each lane starts, unless it sets its own (``None``: no limit).
-    ``fairness``: a turn is a number of jobs (``"count"``) or worker time (``"time"``).
+    froze) before it is dead, ``history`` how many of the latest claimers'
+    ids and errors a row keeps, ``max_depth`` the most pending jobs a lane may
+    hold and ``rate`` a ``(count, per_seconds)`` limit on the jobs each lane
+    starts, unless it sets its own (``None``: no limit); ``fairness``: a turn
+    is a number of jobs (``"count"``) or worker time (``"time"``).
     """
 
     def __init__(
