@@ -16,12 +16,6 @@ table from it.
 
 One cell: ``nox -s "tests-3.12(server='redis-7', django='6.1')"``; arguments
 after ``--`` go to pytest (``nox -- tests/contract``).
-
-Two runs on one machine must not share its loopback: tests that stop a server
-and restart it on the same port can lose that port to the other run, whose
-workers then serve (and fail) both runs' jobs. To run cells side by side, give
-each run its own network namespace: ``nox --install-only -s CELL`` outside it
-(pip needs the network), then ``ip netns exec NS nox --no-install -s CELL``.
 """
 
 from __future__ import annotations

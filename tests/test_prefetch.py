@@ -148,9 +148,14 @@ def test_stopping_releases_prefetched_jobs_at_once(
     try:
         wait_for(lambda: "start:gate" in runs(emq), what="the gate job started")
         # [r0], then [r1, r2, gate, x0], then [x1, x2] while the gate job runs:
-        # three jobs wait behind it
+        # the claim ahead fills the worker's four (gate, x0, x1, x2) a moment
+        # after the gate job starts, so wait for it rather than race it
         held = [e.job_id for e in behind[:3]]
-        assert [state(q, job_id) for job_id in held] == ["active"] * 3
+        wait_for(
+            lambda: [state(q, job_id) for job_id in held] == ["active"] * 3,
+            what="three jobs claimed ahead behind the gate job",
+        )
+        assert [state(q, e.job_id) for e in behind[3:]] == ["pending"] * 2, "at most four held"
         worker.stop()
         wait_for(
             lambda: [state(q, job_id) for job_id in held] == ["pending"] * 3,
@@ -158,6 +163,9 @@ def test_stopping_releases_prefetched_jobs_at_once(
         )
         assert state(q, gate.job_id) == "active"
     finally:
+        # stop the worker whatever failed above: a worker thread left running
+        # would go on claiming the jobs of every later test in this process
+        worker.stop()
         emq.set("test:open", 1)
         thread.join(30)
     assert not thread.is_alive()
