@@ -238,7 +238,7 @@ class Core:
 
     def _ran(self, job: Job, outcome: Outcome) -> None:
         """``job`` finished running (or could not run): its outcome goes on."""
-        if self.held.get(job.job_id) is not job:  # released meanwhile (past the grace)
+        if job.over:  # released meanwhile (past the grace)
             return
         if job.started:
             self._learn(job.ended - job.started)
@@ -314,8 +314,19 @@ class Core:
         self.ended(job, outcome, reason)
 
     def ended(self, job: Job, outcome: str, reason: str | None = None) -> None:
-        if self.held.pop(job.job_id, None) is None:
+        """``job`` is over: counted, its line written, out of ``held`` (once).
+
+        ``held`` is keyed by job id, and the id can come back while its last
+        attempt is still settling here: a retry with no back-off is claimed
+        again, by this worker, before the retry's answer is handled. So only the
+        attempt held under the id leaves ``held``, never a newer one (which,
+        dropped, would run unrecorded, its lease unextended, and keep a stopping
+        worker waiting for it)."""
+        if job.over:
             return
+        job.over = True
+        if self.held.get(job.job_id) is job:
+            del self.held[job.job_id]
         self.counts[outcome] += 1
         job_line(job, outcome, reason)
         self.changed.set()

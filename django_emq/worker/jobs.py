@@ -39,6 +39,8 @@ class Job:
     lost: bool = False
     #: Its outcome is recorded (or refused): the lease is not the worker's to extend.
     settled: bool = False
+    #: Ended: counted, its line written, out of ``held`` (see ``Core.ended``).
+    over: bool = False
 
     @property
     def job_id(self) -> str:
