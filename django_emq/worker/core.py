@@ -152,9 +152,8 @@ class Core:
             sync.append(job)
 
     async def _start_suspect(self, job: Job) -> None:
-        """A job whose lease expired before (it may have killed its worker) starts
-        once every success waiting is recorded: if it kills this worker too, no
-        finished job is lost with it (and nothing is claimed while it is held)."""
+        """A job whose lease expired before (it may kill its worker) starts once every
+        success waiting is recorded, so none dies with it (no claims while it is held)."""
         while len(self.outcomes) or self.outcomes.sending:
             await self.outcomes.flush_all()
             if self.outcomes.sending:  # a claim is carrying some: wait for its answer
@@ -257,9 +256,8 @@ class Core:
     def _learn(self, duration: float) -> None:
         """Claim ahead while jobs are short: the window holds about
         ``BATCH_TARGET`` of work, at most ``prefetch`` - 1 jobs."""
-        avg = self._average = duration if self._average is None else (
-            0.8 * self._average + 0.2 * duration
-        )  # fmt: skip
+        last = self._average
+        avg = self._average = duration if last is None else 0.8 * last + 0.2 * duration
         self.window = min(self.plan.prefetch - 1, int(BATCH_TARGET / max(avg, 1e-5)))
         # at least two chunks per full claim: slots free up while the second runs
         half = (self.plan.concurrency + self.window) // 2
@@ -295,9 +293,8 @@ class Core:
         self._announce(announce)
 
     def _not_started(self, job: Job) -> None:
-        """``job`` will not start: the worker is stopping, or its lease is not safe.
-        It goes back to the head of its lane (refused, and so harmless, if the
-        lease moved on)."""
+        """``job`` will not start (stopping, or its lease is not safe): back to the
+        head of its lane (refused, and so harmless, if the lease moved on)."""
         self._stopped_executing(job)
         outcome = "released" if self.stopping else "dropped"
         reason = None if self.stopping else "its lease may have run out; not started"
@@ -314,14 +311,7 @@ class Core:
         self.ended(job, outcome, reason)
 
     def ended(self, job: Job, outcome: str, reason: str | None = None) -> None:
-        """``job`` is over: counted, its line written, out of ``held`` (once).
-
-        ``held`` is keyed by job id, and the id can come back while its last
-        attempt is still settling here: a retry with no back-off is claimed
-        again, by this worker, before the retry's answer is handled. So only the
-        attempt held under the id leaves ``held``, never a newer one (which,
-        dropped, would run unrecorded, its lease unextended, and keep a stopping
-        worker waiting for it)."""
+        """``job`` is over: counted, its line written, out of ``held`` (once; see ``Job.over``)."""
         if job.over:
             return
         job.over = True

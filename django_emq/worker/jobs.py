@@ -39,7 +39,12 @@ class Job:
     lost: bool = False
     #: Its outcome is recorded (or refused): the lease is not the worker's to extend.
     settled: bool = False
-    #: Ended: counted, its line written, out of ``held`` (see ``Core.ended``).
+    #: Ended: counted, its line written, out of ``held`` (``Core.ended``). An id
+    #: can come back while its last attempt still settles here (a retry with no
+    #: back-off, or a release, claimed again by this worker before the answer is
+    #: handled), so ``held`` drops only this attempt, never a newer one: dropped,
+    #: that one ran unrecorded, its lease unextended, and a stopping worker
+    #: waited its grace for it.
     over: bool = False
 
     @property
