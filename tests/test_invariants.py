@@ -294,10 +294,11 @@ class QueueMachine(RuleBasedStateMachine):
     def claim_and_settle(self, turns: int, lease_ms: int, actions: list[str]) -> None:
         """Claim, then settle each claimed job at once (keeps workers busy in short runs).
 
-        The actions are drawn before the claim, as many whatever it returns: how
-        many jobs a claim takes can hang on the server's clock (a 1 ms back-off
-        due or not yet), and a draw per claimed job made Hypothesis see the same
-        steps draw differently (FlakyStrategyDefinition) on a loaded machine."""
+        The actions are drawn before the claim, as many whatever it returns: on a
+        loaded machine the same steps once claimed a different number of jobs
+        (the cause not pinned down; the keyspace is flushed per example, so it is
+        time), and a draw per claimed job then made Hypothesis see the same steps
+        draw differently (FlakyStrategyDefinition)."""
         for job_id, action in zip(self._claim(turns, lease_ms), itertools.cycle(actions)):
             if action == "keep":
                 continue

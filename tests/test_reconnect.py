@@ -23,6 +23,7 @@ from tests.chaos_tasks import read_runs
 from tests.faults import RestartableServer, Workers
 from tests.helpers import wait_for
 from tests.invariants import check_invariants
+from tests.worker_parts import worker_parts
 
 JOBS = 12
 LANES = 4
@@ -151,22 +152,6 @@ def test_parked_worker_does_not_hang_on_a_server_that_stopped_answering(
         workers.close()
 
 
-def _parts(backend: FairLanesBackend, options: Any) -> tuple[Any, Any, Any]:
-    """A worker's core, claimer and shard on a fresh async client (inside a loop)."""
-    from django_emq.worker.claimer import Claimer
-    from django_emq.worker.client import AsyncScripts, async_client
-    from django_emq.worker.core import Core
-    from django_emq.worker.execute import Policy
-    from django_emq.worker.options import plan
-    from django_emq.worker.shard import Rotation, Shard
-
-    p = plan(options)
-    client = async_client(1.0, 1.0)
-    shard = Shard(backend.queue("default"), AsyncScripts(client))
-    core = Core(p, Policy(backend.alias, 0.0, 0.0, 1 << 20))
-    return core, Claimer(core, Rotation([shard]), client), shard
-
-
 def test_a_burst_worker_that_loses_the_server_at_its_end_check_waits_for_it(
     server: RestartableServer, queue: Queue
 ) -> None:
@@ -180,7 +165,7 @@ def test_a_burst_worker_that_loses_the_server_at_its_end_check_waits_for_it(
     assert isinstance(backend, FairLanesBackend)
 
     async def check() -> tuple[bool, bool]:
-        _, claimer, shard = _parts(backend, WorkerOptions(burst=True, beat=0.2))
+        _, claimer, shard = worker_parts(backend, WorkerOptions(burst=True, beat=0.2))
         server.kill()
         await claimer._nothing_to_claim()
         down = claimer.drained
@@ -211,7 +196,7 @@ def test_the_flusher_sends_waiting_outcomes_with_one_try_and_keeps_them_while_do
     enqueued = engine.enqueue(lane_id("USR", 1), chaos_tasks.tick.module_path, ["x"])
 
     async def check() -> tuple[bool, int, bool, int]:
-        core, _, shard = _parts(backend, WorkerOptions(beat=0.5))
+        core, _, shard = worker_parts(backend, WorkerOptions(beat=0.5))
         claims = engine.claim(60_000, worker_id=core.plan.worker_id)
         assert claims is not None
         job = Job(shard, claims[0], time.monotonic() + 60)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import pytest
 import redis
@@ -25,13 +24,12 @@ from django.tasks import task_backends
 from django_emq import lane_id
 from django_emq.backend import FairLanesBackend
 from django_emq.worker import WorkerOptions
-from django_emq.worker.client import AsyncScripts, async_client
 from django_emq.worker.core import Core
-from django_emq.worker.execute import Policy, finish
+from django_emq.worker.execute import finish
 from django_emq.worker.jobs import Job
-from django_emq.worker.options import plan
 from django_emq.worker.shard import Shard
 from tests import chaos_tasks
+from tests.worker_parts import worker_parts
 
 
 def claim_as_job(core: Core, shard: Shard) -> Job:
@@ -47,18 +45,15 @@ def claim_as_job(core: Core, shard: Shard) -> Job:
 
 
 @pytest.mark.django_db  # settling closes stale database connections, as around jobs
-def test_an_old_attempt_ending_keeps_the_new_attempt_held(emq: redis.Redis, settings: Any) -> None:
+def test_an_old_attempt_ending_keeps_the_new_attempt_held(emq: redis.Redis) -> None:
     backend = task_backends["default"]
     assert isinstance(backend, FairLanesBackend)
     engine = backend.queue("default")
     enqueued = engine.enqueue(lane_id("USR", 1), chaos_tasks.tick.module_path, ["x"])
 
-    policy = Policy(backend.alias, 0.0, 0.0, 1 << 20)
-
     async def stage() -> tuple[bool, Core, Job, Job]:
-        core = Core(plan(WorkerOptions(beat=0.5)), policy)
+        core, _, shard = worker_parts(backend, WorkerOptions(beat=0.5))
         core.threads.start(asyncio.get_running_loop())
-        shard = Shard(engine, AsyncScripts(async_client(1.0, 1.0)))
         try:
             first = claim_as_job(core, shard)
             # the first attempt fails and is retried at once, on the server...
@@ -71,7 +66,7 @@ def test_an_old_attempt_ending_keeps_the_new_attempt_held(emq: redis.Redis, sett
             core.ended(first, "retry", "boom")
             still_held = core.held.get(second.job_id) is second
             # the new attempt runs; its success is recorded, not dropped
-            core._ran(second, finish("x:1", second.claim.token, policy))
+            core._ran(second, finish("x:1", second.claim.token, core.policy))
             give_up = time.monotonic() + 10  # a safety limit, not a timing assertion
             while not second.settled and time.monotonic() < give_up:
                 await core.outcomes.flush_all()
