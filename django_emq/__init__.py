@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 _LAZY = {
-    "lane_id": "ids",
+    "lane_id": "engine.ids",
     "enqueue_for": "lanes",
     "enqueue_on_commit": "lanes",
     "lane": "lanes",

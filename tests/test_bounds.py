@@ -14,11 +14,11 @@ import redis
 
 from django_emq import enqueue_for
 from django_emq.conf import backend_settings
+from django_emq.engine.ids import lane_id
+from django_emq.engine.queue import Queue
 from django_emq.engine.records import MAX_DELAY_MS, MAX_LEASE_MS
 from django_emq.engine.rows import Row
 from django_emq.exceptions import InvalidArguments
-from django_emq.ids import lane_id
-from django_emq.queue import Queue
 from tests.chaos_tasks import add
 from tests.test_worker import backend
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import redis
 
+from django_emq.engine.ids import lane_id
+from django_emq.engine.queue import Queue
 from django_emq.exceptions import CorruptKeyspace, JobError
-from django_emq.ids import lane_id
-from django_emq.queue import Queue
 
 from .helpers import dump
 from .invariants import check_invariants, text

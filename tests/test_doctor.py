@@ -15,9 +15,9 @@ import redis
 from django.core.management import CommandError, call_command
 
 from django_emq.engine.doctor import Doctor
+from django_emq.engine.ids import lane_id
+from django_emq.engine.queue import Queue
 from django_emq.exceptions import JobError
-from django_emq.ids import lane_id
-from django_emq.queue import Queue
 from tests.test_worker import backend
 
 from .invariants import check_invariants, text

@@ -44,8 +44,8 @@ from django.tasks.signals import task_enqueued
 from django.utils import timezone
 
 from django_emq.backend import FairLanesBackend
+from django_emq.engine.ids import mint_job_id, validate_job_id
 from django_emq.exceptions import InvalidArguments
-from django_emq.ids import mint_job_id, validate_job_id
 
 from . import settings as contract_settings
 from . import tasks as test_tasks

@@ -1,3 +1,0 @@
-"""Moved to :mod:`django_emq.engine.browse`; this path re-exports it for one release."""
-
-from .engine.browse import *  # noqa: F403

@@ -1,3 +1,0 @@
-"""Moved to :mod:`django_emq.engine.calls`; this path re-exports it for one release."""
-
-from .engine.calls import *  # noqa: F403

@@ -1,3 +1,0 @@
-"""Moved to :mod:`django_emq.engine.queue`; this path re-exports it for one release."""
-
-from .engine.queue import *  # noqa: F403
