@@ -17,12 +17,10 @@ together on a machine whose load moves.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bench.harness import Harness, log, n0, table
 from bench.peers.procs import RUNS_KEY, flush, parse_runs
-
-if TYPE_CHECKING:
-    from bench.run import Bench
 
 
 @dataclass(frozen=True)
@@ -33,7 +31,7 @@ class IOSizes:
     rounds: int = 2
 
 
-def emq_run(bench: Bench, kind: str, s: IOSizes, n: int) -> dict[str, Any]:
+def emq_run(bench: Harness, kind: str, s: IOSizes, n: int) -> dict[str, Any]:
     """One django-emq run of ``kind`` (``async`` or ``sync``)."""
     from django_emq.engine.ids import lane_id
 
@@ -69,7 +67,7 @@ def emq_run(bench: Bench, kind: str, s: IOSizes, n: int) -> dict[str, Any]:
     return result
 
 
-def weights(bench: Bench, s: IOSizes) -> dict[str, Any]:
+def weights(bench: Harness, s: IOSizes) -> dict[str, Any]:
     """Lane A of weight 3 and lane B of weight 1, 150 jobs of ``ms`` each, one
     worker at ``--concurrency 2`` (slow jobs: each claim takes one job): the
     share of A among the first 120 jobs to start (3:1 means 90)."""
@@ -98,7 +96,7 @@ def weights(bench: Bench, s: IOSizes) -> dict[str, Any]:
     return result
 
 
-def peer_run(bench: Bench, peer: str, s: IOSizes, n: int) -> dict[str, Any]:
+def peer_run(bench: Harness, peer: str, s: IOSizes, n: int) -> dict[str, Any]:
     logfile = bench.logs / f"io-{peer}-{n}.log"
     result = bench.driver(
         "io", peer, "--jobs", str(s.jobs), "--ms", str(s.ms),
@@ -109,7 +107,7 @@ def peer_run(bench: Bench, peer: str, s: IOSizes, n: int) -> dict[str, Any]:
     return result
 
 
-def section(bench: Bench, s: IOSizes, log: Any) -> dict[str, Any]:
+def section(bench: Harness, s: IOSizes) -> dict[str, Any]:
     """Every round of both tables; the best round of each queue counts."""
     tables: dict[str, dict[str, list[dict[str, Any]]]] = {"async": {}, "sync": {}}
     peers = {"async": ["arq"], "sync": ["dramatiq", "celery"]} if bench.peers else {}
@@ -141,7 +139,7 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {**top, "rounds_jobs_per_s": [r.get("jobs_per_s") for r in runs]}
 
 
-def report(r: dict[str, Any], table: Any, n0: Any) -> list[str]:
+def report(r: dict[str, Any]) -> list[str]:
     io = r["io"]
     s = io["sizes"]
     out = []
@@ -176,7 +174,7 @@ def _name(x: dict[str, Any]) -> str:
     return "**django-emq**" if x["peer"] == "django-emq" else f"{x['peer']} {x.get('version', '')}"
 
 
-def targets(r: dict[str, Any], add: Any, n0: Any) -> None:
+def targets(r: dict[str, Any], add: Any) -> None:
     io = r.get("io")
     if not io:
         return

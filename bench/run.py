@@ -62,6 +62,7 @@ if __name__ == "__main__":  # run as a script: import this checkout's django_emq
 
 from bench import io as io_bench
 from bench import lanes as lanes_bench
+from bench.harness import log, n0, n1, table
 from bench.peers.procs import WorkerProcess, fairness_probe, flush, used_memory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,10 +161,6 @@ QUICK = replace(
     ceiling_rounds=2,
     engine_rounds=1,
 )
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 # -- machine -------------------------------------------------------------------
@@ -736,22 +733,6 @@ class Bench:
 # -- report ---------------------------------------------------------------------------
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "") -> str:
-    align = align or "l" + "r" * (len(headers) - 1)
-    marks = {"l": "---", "r": "---:"}
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(marks[a] for a in align) + " |"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def n0(value: object) -> str:
-    return "—" if value is None else f"{float(str(value)):,.0f}"
-
-
-def n1(value: object) -> str:
-    return "—" if value is None else f"{float(str(value)):,.1f}"
-
-
 def report(r: dict[str, Any]) -> str:
     """The markdown report of one run."""
     m = r["machine"]
@@ -950,7 +931,7 @@ def report(r: dict[str, Any]) -> str:
                 f"of Lua and {ours['enqueue_redis_calls']} redis.call()s per job.",
             ]
     if "io" in r:
-        out += io_bench.report(r, table, n0)
+        out += io_bench.report(r)
     out += ["", "### Targets", ""]
     out += [f"- **{t['verdict']}** {t['target']}: {t['figures']}" for t in r["targets"]]
     return "\n".join(out)
@@ -1041,7 +1022,7 @@ def targets(r: dict[str, Any]) -> list[dict[str, str]]:
             ratio >= 0.8,
             f"{n0(hi['claims_per_s'])} vs {n0(lo['claims_per_s'])} = {ratio:.0%}",
         )
-    io_bench.targets(r, add, n0)
+    io_bench.targets(r, add)
     mem = r.get("memory")
     if mem and "bytes_per_job" in mem.get("rq", {}):
         ours_b, rq_b = mem["django-emq"]["bytes_per_job"], mem["rq"]["bytes_per_job"]
@@ -1080,7 +1061,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     io_sizes = io_bench.IOSizes(jobs=1_000, rounds=1) if args.quick else io_bench.IOSizes()
 
     def io_section() -> dict[str, Any]:
-        return io_bench.section(bench, io_sizes, log)
+        return io_bench.section(bench, io_sizes)
 
     began = time.perf_counter()
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
