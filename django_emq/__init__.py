@@ -10,8 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .engine.ids import lane_id
-    from .engine.shards import AnyQueue
+    from .engine import AnyQueue, lane_id
     from .jobs import cancel, cancel_requested, progress, report_progress
     from .lanes import enqueue_for, enqueue_on_commit, lane, lane_for, tenant, unique
 
@@ -31,7 +30,7 @@ __all__ = [
 ]
 
 _LAZY = {
-    "lane_id": "engine.ids",
+    "lane_id": "engine",
     "enqueue_for": "lanes",
     "enqueue_on_commit": "lanes",
     "lane": "lanes",
@@ -53,8 +52,8 @@ def __getattr__(name: str) -> Any:
 
 def get_queue(name: str = "default", **options: Any) -> AnyQueue:
     """The engine queue ``name`` on the configured Valkey connection: a
-    ``django_emq.engine.shards.ShardedQueue`` when ``EMQ["SHARDS"]`` shards it,
-    else a ``django_emq.engine.queue.Queue`` (both answer the same calls, but for
+    ``django_emq.engine.ShardedQueue`` when ``EMQ["SHARDS"]`` shards it,
+    else a ``django_emq.engine.Queue`` (both answer the same calls, but for
     the worker's ``*_then_claim`` pairs, which only a plain queue has).
 
     Defaults come from the ``EMQ`` settings; ``connection=`` may be passed to
@@ -62,7 +61,7 @@ def get_queue(name: str = "default", **options: Any) -> AnyQueue:
     """
     from .conf import emq_settings
     from .connection import get_connection
-    from .engine.shards import open_queue
+    from .engine import open_queue
 
     s = emq_settings()
     connection = options.pop("connection", None) or get_connection()
