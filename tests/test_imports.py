@@ -1,6 +1,6 @@
 """Where names are imported from: the engine's public names from
-``django_emq.engine`` (the one path docs/engine.md shows), every import the
-docs show resolves, no module only re-exports another, and bench's modules
+``django_emq.engine`` (the one path docs/engine.md shows; its example runs),
+every import the docs show resolves, no module only re-exports another, and bench's modules
 import each other round no circle.
 
 ``tests/test_layers.py`` checks the layers of ``django_emq`` and their circles.
@@ -16,6 +16,10 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
 
 import django_emq.engine
 from django_emq.engine import exceptions as engine_exceptions
@@ -61,6 +65,16 @@ def test_docs_engine_imports_only_from_the_engine() -> None:
     allowed |= {f"django_emq.engine.{name}" for name in public}
     dotted = set(re.findall(r"django_emq(?:\.\w+)+", page.read_text()))
     assert dotted - allowed == set()
+
+
+def test_the_engine_page_example_runs(r: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example at the top of docs/engine.md, as written, on the test server."""
+    (example, *_) = python_blocks(ROOT / "docs" / "engine.md")
+    monkeypatch.setattr(redis, "Redis", lambda: r)
+    names: dict[str, Any] = {}
+    exec(compile(example, "docs/engine.md", "exec"), names)
+    row = names["queue"].job(names["claim"].job_id)
+    assert (row["state"], row["result"]) == ("done", "84")
 
 
 def test_the_engine_exports_every_exception_it_raises() -> None:
