@@ -16,7 +16,7 @@ from django.tasks.exceptions import InvalidTask
 
 from django_emq import lane
 from django_emq.backend import FairLanesBackend
-from django_emq.conf import backend_settings, emq_settings
+from django_emq.conf import emq_settings
 from django_emq.engine.rows import Row
 from django_emq.exceptions import ConfigurationError
 from tests import tasks
@@ -52,14 +52,14 @@ def two_backends(emq: redis.Redis, settings: Any) -> redis.Redis:
 
 
 def test_options_override_emq_for_that_backend_only(two_backends: redis.Redis) -> None:
-    short = backend_settings("short")
+    short = emq_settings("short")
     assert (short.max_attempts, short.result_ttl, short.lease, short.max_payload) == (
         1,
         60.0,
         7.0,
         100,
     )
-    assert backend_settings("default") == emq_settings()
+    assert emq_settings("default") == emq_settings()
     assert not ids(backend("short").check())
     assert not ids(backend("default").check())
 
