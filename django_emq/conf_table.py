@@ -24,6 +24,7 @@ from typing import Any
 
 from . import conf_values as parse
 from .conf_values import ALL_QUEUES
+from .engine.records import MAX_LEASE_MS
 from .schedules import Schedule
 from .schedules import parse as parse_schedules
 
@@ -31,8 +32,8 @@ from .schedules import parse as parse_schedules
 MAX_PREFETCH = 1000
 #: Largest ``HISTORY``: worker ids and errors a job's row keeps.
 MAX_HISTORY = 1000
-#: Longest ``LEASE``, in seconds (24 hours; a claim refuses longer ones).
-MAX_LEASE = 24 * 60 * 60
+#: Longest ``LEASE``, in seconds (24 hours: a claim refuses longer ones).
+MAX_LEASE = MAX_LEASE_MS // 1000
 #: ``PREFETCH`` unless ``MAX_EXPIRIES`` is 1 (then 1).
 DEFAULT_PREFETCH = 16
 #: Threads a worker runs sync tasks on when neither ``--threads`` nor
@@ -71,6 +72,7 @@ class Setting:
     #: The ``run_emq_worker`` option (``--lease``) that wins over it, also the
     #: name of the :class:`~django_emq.worker.WorkerOptions` field it fills.
     flag: str | None = None
+    #: The key (the field's name upper-cased); :data:`SETTINGS` fills it in.
     key: str = ""
     #: The field of :class:`EMQSettings` it fills.
     name: str = ""
@@ -172,8 +174,8 @@ class EMQSettings:
     #: Threads for sync tasks (``None``: ``min(concurrency, DEFAULT_THREADS)``).
     threads: int | None = setting(
         parse.optional_positive_int,
-        f"threads for sync tasks, at most --concurrency (none: min(concurrency, "
-        f"{DEFAULT_THREADS}))",
+        f"threads for sync tasks, at most --concurrency; unset: min(concurrency, "
+        f"{DEFAULT_THREADS})",
         backend=True, env=int, flag="threads",
     )  # fmt: skip
     #: How many of the latest worker ids and errors a job's row keeps.

@@ -48,7 +48,8 @@ def setting_type(setting: Setting) -> Callable[[str], object]:
         try:
             value = setting.env(text)
         except ValueError:
-            raise ArgumentTypeError(f"{text!r} is not a {setting.env.__name__}") from None
+            kind = "a whole number" if setting.env is int else "a number"
+            raise ArgumentTypeError(f"must be {kind}, not {text!r}") from None
         try:
             return setting.parse(value)
         except ValueError as exc:
