@@ -24,7 +24,7 @@ from django.tasks.signals import task_enqueued
 from django.utils import timezone
 from django.utils.json import normalize_json
 
-from .conf import DOCS, backend_settings, option_problems
+from .conf import DOCS, emq_settings, option_problems
 from .connection import get_connection
 from .engine.ids import validate_job_id, validate_queue_name
 from .engine.payload import encode_arguments
@@ -145,7 +145,7 @@ class FairLanesBackend(BaseTaskBackend):
         key = (name, id(connection))
         found = self._queues.get(key)
         if found is None:
-            s = backend_settings(self.alias)
+            s = emq_settings(self.alias)
             found = open_queue(
                 name, connection=connection, shards=s.shards.get(name, 1), **s.queue_options(name)
             )
@@ -169,7 +169,7 @@ class FairLanesBackend(BaseTaskBackend):
         self.validate_task(task)
         args, kwargs = _normalised(task, args, kwargs)
         try:
-            encode_arguments(args, kwargs, backend_settings(self.alias).max_payload)
+            encode_arguments(args, kwargs, emq_settings(self.alias).max_payload)
         except InvalidArguments as exc:
             raise InvalidArguments(f"{task.module_path}: {exc}") from None
 

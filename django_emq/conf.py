@@ -1,334 +1,195 @@
-"""The ``EMQ`` settings dict, read lazily and cached.
+"""The settings, through one resolver: :func:`emq_settings`.
 
-Nothing is read at import time. :func:`emq_settings` reads ``settings.EMQ``
-on first use and caches the result; the cache is cleared when a test (or
-anything else) changes ``EMQ``, ``DEBUG``, ``BASE_DIR`` or ``AUTH_USER_MODEL``
-(see :func:`on_setting_changed`, connected in ``EMQConfig.ready()``).
+``emq_settings()`` is ``EMQ``; ``emq_settings(alias)`` is what backend ``alias``
+runs with: ``EMQ``, with each key its ``TASKS[alias]["OPTIONS"]`` sets in its
+place. The backend, its workers, the admin and the system checks all read
+them here. The keys, their parsers and defaults are the table of
+:mod:`django_emq.conf_table`.
 
-Invalid values are reported by the system checks (``emq.E002``); using the
-settings while they are invalid raises :class:`ConfigurationError` naming
-every problem. The settings page of the documentation is the reference of
-every key.
+Nothing is read at import time. Each is read on first use, validated once and
+cached; the cache is cleared when ``EMQ``, ``TASKS``, ``DEBUG``, ``BASE_DIR``
+or ``AUTH_USER_MODEL`` change (``on_setting_changed`` in :mod:`django_emq.apps`).
+Invalid values are reported by the system checks (``emq.E002`` for ``EMQ``,
+``emq.E008`` for a backend's ``OPTIONS``); using the settings while they are
+invalid raises :class:`ConfigurationError` naming every problem and where it is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
-from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
-from . import conf_values as parse
-from .conf_values import ALL_QUEUES
+from .conf_table import BACKEND_KEYS, BY_KEY, FLAGGED, RULES, SETTINGS, EMQSettings, Setting
 from .exceptions import ConfigurationError
-from .schedules import Schedule
-from .schedules import parse as parse_schedules
 from .url import EMBEDDED
 
 #: The documentation site; hints and messages point at pages under it.
 DOCS = "https://django-emq.readthedocs.io/en/latest/"
 
 #: Every key ``EMQ`` may hold; anything else is reported by ``emq.W001``.
-KNOWN_KEYS: frozenset[str] = frozenset(
-    {
-        "URL",
-        "EMBEDDED_DIR",
-        "LANE_BRANDS",
-        "LEASE",
-        "MAX_ATTEMPTS",
-        "MAX_EXPIRIES",
-        "RESULT_TTL",
-        "MAX_PAYLOAD",
-        "RETRY_BACKOFF",
-        "RETRY_BACKOFF_MAX",
-        "BEAT",
-        "ENQUEUE_TIMEOUT",
-        "SHUTDOWN_GRACE",
-        "PREFETCH",
-        "THREADS",
-        "SHARDS",
-        "MAX_DEPTH",
-        "RATE",
-        "FAIRNESS",
-        "SCHEDULES",
-        "METRICS_TOKEN",
-        "HISTORY",
-        "TENANT",
-    }
-)
+KNOWN_KEYS: frozenset[str] = frozenset(BY_KEY)
 
-#: The keys a backend may set for itself in ``TASKS[alias]["OPTIONS"]`` (how its
-#: jobs are run and kept); the others (the server, lane brands, shards, the lane
-#: policies' per-queue defaults) are global.
-BACKEND_KEYS: frozenset[str] = frozenset(
-    {
-        "LEASE",
-        "MAX_ATTEMPTS",
-        "MAX_EXPIRIES",
-        "RESULT_TTL",
-        "MAX_PAYLOAD",
-        "RETRY_BACKOFF",
-        "RETRY_BACKOFF_MAX",
-        "BEAT",
-        "SHUTDOWN_GRACE",
-        "PREFETCH",
-        "HISTORY",
-    }
-)
-
-#: Defaults of the keys whose default does not depend on other settings.
-DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {
-        "LEASE": 30.0,
-        "MAX_ATTEMPTS": 3,
-        "MAX_EXPIRIES": 3,
-        "RESULT_TTL": 86400.0,
-        "MAX_PAYLOAD": 1024 * 1024,
-        "RETRY_BACKOFF": 1.0,
-        "RETRY_BACKOFF_MAX": 300.0,
-        "BEAT": 2.0,
-        "ENQUEUE_TIMEOUT": 5.0,
-        "SHUTDOWN_GRACE": 30.0,
-        "PREFETCH": 16,
-        "HISTORY": 10,
-    }
-)
-
-#: Threads a worker runs sync tasks on when neither ``--threads`` nor
-#: ``EMQ["THREADS"]`` says: at most this many, never more than ``--concurrency``.
-#: Each thread may hold a database connection while its job runs.
-DEFAULT_THREADS = 16
-
-#: Largest ``EMQ["PREFETCH"]``: what one claim may take at once.
-MAX_PREFETCH = 1000
-#: Largest ``EMQ["HISTORY"]``: worker ids and errors a job's row keeps.
-MAX_HISTORY = 1000
-#: Longest ``EMQ["LEASE"]``, in seconds (24 hours; a claim refuses longer ones).
-MAX_LEASE = 24 * 60 * 60
-
-#: Settings whose change clears the cache.
+#: Settings whose change clears the cache and the shared connection built from
+#: it (a change of ``TASKS``, the backends' options, clears the cache alone).
 WATCHED_SETTINGS = frozenset({"EMQ", "DEBUG", "BASE_DIR", "AUTH_USER_MODEL"})
 
 
 @dataclass(frozen=True, slots=True)
-class EMQSettings:
-    """The validated ``EMQ`` settings. Durations are in seconds."""
+class Resolved:
+    """One reading: the settings, or ``None`` with every problem found."""
 
-    #: The server URL (``EMQ["URL"]``, else ``$EMQ_URL``), ``None`` if neither is set.
-    url: str | None
-    #: Whether the embedded server is used: ``URL == "embedded"``, or no URL and DEBUG on.
-    embedded: bool
-    #: Where the embedded server keeps its data, socket, pid file and log.
-    embedded_dir: Path
-    #: Lower-cased model label (``"auth.user"``) -> three-letter lane brand.
-    lane_brands: Mapping[str, str]
-    lease: float
-    max_attempts: int
-    #: Lease expiries (its worker died or froze) before a job is dead.
-    max_expiries: int
-    result_ttl: float
-    max_payload: int
-    retry_backoff: float
-    retry_backoff_max: float
-    beat: float
-    enqueue_timeout: float
-    shutdown_grace: float
-    #: Most jobs a worker's job thread claims at once (it claims fewer while jobs are long).
-    prefetch: int
-    #: Threads for sync tasks (``None``: ``min(concurrency, DEFAULT_THREADS)``).
-    threads: int | None = None
-    #: Queue name -> shard count, for the queues spread over shards (``EMQ["SHARDS"]``).
-    shards: Mapping[str, int] = MappingProxyType({})
-    #: Queue name -> the most pending jobs a lane may hold (``EMQ["MAX_DEPTH"]``);
-    #: the key ``"*"`` applies to every queue not named.
-    max_depth: Mapping[str, int] = MappingProxyType({})
-    #: Queue name -> ``(count, per_seconds)``: each lane starts at most ``count`` jobs
-    #: in any ``per_seconds`` (``EMQ["RATE"]``); ``"*"`` applies to every queue not named.
-    rate: Mapping[str, tuple[int, float]] = MappingProxyType({})
-    #: Queue name -> ``"count"`` or ``"time"``: what a lane's share of the workers
-    #: is measured in (``EMQ["FAIRNESS"]``); ``"*"`` applies to every queue not named.
-    fairness: Mapping[str, str] = MappingProxyType({})
-    #: Periodic schedules by name (``EMQ["SCHEDULES"]``; see ``django_emq.schedules``).
-    schedules: Mapping[str, Schedule] = MappingProxyType({})
-    #: The bearer token that opens the metrics and stats views (``None``: only
-    #: users with ``django_emq.view_lanes``).
-    metrics_token: str | None = None
-    #: How many of the latest worker ids and errors a job's row keeps.
-    history: int = 10
-    #: Where a lane's tenant comes from (``EMQ["TENANT"]``): an attribute name of
-    #: the lane's owner, or the dotted path of a callable owner -> tenant.
-    tenant: str | None = None
-
-    def brand_for(self, label: str) -> str | None:
-        """The lane brand of model ``label`` (``model._meta.label``), any case."""
-        return self.lane_brands.get(label.lower())
-
-    def queue_options(self, name: str | None = None) -> dict[str, Any]:
-        """Keyword arguments for ``Queue`` from these
-        settings; with a queue ``name``, its lane policies' defaults too."""
-        options: dict[str, Any] = {
-            "max_attempts": self.max_attempts,
-            "max_expiries": self.max_expiries,
-            "result_ttl": timedelta(seconds=self.result_ttl),
-            "max_payload": self.max_payload,
-            "history": self.history,
-        }
-        if name is not None:
-            options["max_depth"] = self.max_depth.get(name, self.max_depth.get(ALL_QUEUES))
-            options["rate"] = self.rate.get(name, self.rate.get(ALL_QUEUES))
-            options["fairness"] = self.fairness.get(name, self.fairness.get(ALL_QUEUES, "count"))
-        return options
+    settings: EMQSettings | None
+    problems: tuple[str, ...]
 
 
-@functools.cache
-def emq_settings() -> EMQSettings:
-    """The current settings; ``ConfigurationError`` naming every invalid value."""
-    values, errors = _read()
-    if errors:
-        raise ConfigurationError("invalid EMQ settings: " + "; ".join(errors))
-    return EMQSettings(**values)
-
-
-@functools.cache
-def backend_settings(alias: str) -> EMQSettings:
-    """The settings backend ``alias`` runs with: ``EMQ``, with the keys its
-    ``TASKS[alias]["OPTIONS"]`` sets in their place. ``ConfigurationError``
-    naming every invalid value."""
-    values, errors = _read(alias)
-    if errors:
-        raise ConfigurationError(f"invalid settings for backend {alias!r}: " + "; ".join(errors))
-    return EMQSettings(**values)
+def emq_settings(alias: str | None = None) -> EMQSettings:
+    """``EMQ`` (``alias`` ``None``), or the settings backend ``alias`` runs with;
+    ``ConfigurationError`` naming every invalid value (and the backend)."""
+    found = _resolve(alias)
+    if found.settings is None:
+        what = "EMQ settings" if alias is None else f"settings for backend {alias!r}"
+        raise ConfigurationError(f"invalid {what}: " + "; ".join(found.problems))
+    return found.settings
 
 
 def clear_cache() -> None:
     """Forget the cached settings (they are read again on next use)."""
-    emq_settings.cache_clear()
-    backend_settings.cache_clear()
+    _resolve.cache_clear()
+
+
+def problems() -> list[str]:
+    """Every invalid value in ``EMQ`` (empty when all is well)."""
+    return list(_resolve(None).problems)
 
 
 def option_problems(alias: str) -> list[str]:
     """Every problem of ``TASKS[alias]["OPTIONS"]``: keys that are not backend
-    keys, and values that are invalid (alone or with the ``EMQ`` they join)."""
-    options = _options(alias)
-    if not isinstance(options, Mapping):
-        return [f"{_where(alias)} must be a dict, not {type(options).__name__}"]
-    errors = [
-        f"{_where(alias)}[{key!r}] is set for every backend at once: put it in EMQ"
-        if key in KNOWN_KEYS
-        else f"{_where(alias)} has an unknown key {key!r}"
-        for key in sorted(map(str, options))
-        if key not in BACKEND_KEYS
-    ]
-    if not problems():  # EMQ's own problems are reported once, as emq.E002
-        errors += _read(alias)[1]
-    return errors
-
-
-def problems() -> list[str]:
-    """Every invalid value in the current settings (empty when all is well)."""
-    return _read()[1]
+    keys, and values that are invalid (alone or with the ``EMQ`` they join).
+    ``EMQ``'s own problems are left to :func:`problems` (reported once)."""
+    own = set(_resolve(None).problems)
+    return [problem for problem in _resolve(alias).problems if problem not in own]
 
 
 def unknown_keys() -> list[str]:
     """Keys of ``settings.EMQ`` that django-emq does not know, sorted."""
-    raw = _raw()
+    raw = _emq()
     if not isinstance(raw, Mapping):
         return []
     return sorted(str(key) for key in raw if key not in KNOWN_KEYS)
 
 
+def with_flags(current: EMQSettings, options: object) -> EMQSettings:
+    """``current`` with the value of each ``run_emq_worker`` option that
+    ``options`` (a ``WorkerOptions``) sets in place of the key's, parsed like
+    the key; ``ValueError`` naming the option."""
+    changed: dict[str, Any] = {}
+    for flagged in FLAGGED:
+        value = getattr(options, str(flagged.flag))
+        if value is None:
+            continue
+        try:
+            changed[flagged.name] = flagged.parse(value)
+        except ValueError as exc:
+            raise ValueError(f"{flagged.flag} {exc}") from None
+    return dataclasses.replace(current, **changed)
+
+
 # -- reading ------------------------------------------------------------------
 
 
-def _raw() -> object:
+@functools.cache
+def _resolve(alias: str | None) -> Resolved:
+    """Read and validate once (per alias, until :func:`clear_cache`)."""
+    from django.conf import settings
+
+    values, problems = _read(alias)
+    if problems:
+        return Resolved(None, tuple(problems))
+    url = values["url"]
+    values["embedded"] = url == EMBEDDED or (url is None and bool(settings.DEBUG))
+    return Resolved(EMQSettings(**values), ())
+
+
+def _emq() -> object:
     from django.conf import settings
 
     return getattr(settings, "EMQ", None) or {}
 
 
-def _options(alias: str) -> object:
-    from django.conf import settings
-
-    params = getattr(settings, "TASKS", {}).get(alias, {})
-    return params.get("OPTIONS", {}) if isinstance(params, Mapping) else {}
-
-
-def _where(alias: str) -> str:
+def _options_where(alias: str) -> str:
     return f"TASKS[{alias!r}]['OPTIONS']"
 
 
-def _read(alias: str | None = None) -> tuple[dict[str, Any], list[str]]:
-    """Parse every key: (field values for :class:`EMQSettings`, error messages).
-    With ``alias``, the backend keys of that backend's ``OPTIONS`` win."""
+def _options(alias: str) -> tuple[Mapping[str, Any], list[str]]:
+    """The backend keys ``TASKS[alias]["OPTIONS"]`` sets, and its problems of shape:
+    not a dict, a key that is global, a key that is not a key at all."""
     from django.conf import settings
 
-    raw = _raw()
-    errors: list[str] = []
-    if not isinstance(raw, Mapping):
-        errors.append(f"EMQ must be a dict, not {type(raw).__name__}")
-        raw = {}
-    options = _options(alias) if alias is not None else {}
+    params = getattr(settings, "TASKS", {}).get(alias, {})
+    options = params.get("OPTIONS", {}) if isinstance(params, Mapping) else {}
+    where = _options_where(alias)
     if not isinstance(options, Mapping):
-        options = {}
-    options = {k: v for k, v in options.items() if k in BACKEND_KEYS}
-    raw = {**raw, **options}
+        return {}, [f"{where} must be a dict, not {type(options).__name__}"]
+    problems = [
+        f"{where}[{key!r}] is set for every backend at once: put it in EMQ"
+        if key in KNOWN_KEYS
+        else f"{where} has an unknown key {key!r}"
+        for key in sorted(map(str, options))
+        if key not in BACKEND_KEYS
+    ]
+    return {key: value for key, value in options.items() if key in BACKEND_KEYS}, problems
+
+
+def _read(alias: str | None) -> tuple[dict[str, Any], list[str]]:
+    """Parse every key, in table order: (field values, problems). With
+    ``alias``, the keys of that backend's ``OPTIONS`` win over ``EMQ``'s."""
+    emq = _emq()
+    problems: list[str] = []
+    if not isinstance(emq, Mapping):
+        problems.append(f"EMQ must be a dict, not {type(emq).__name__}")
+        emq = {}
+    options: Mapping[str, Any] = {}
+    if alias is not None:
+        options, shape = _options(alias)
+        problems += shape
     values: dict[str, Any] = {}
-
-    def field(key: str, parse: Callable[[Any], Any], default: Any) -> None:
+    where: dict[str, str] = {}
+    failed: set[str] = set()
+    for setting in SETTINGS:
+        raw, where[setting.key] = _raw(setting, emq, options, alias, values)
         try:
-            values[key.lower()] = parse(raw.get(key, default))
+            values[setting.name] = setting.parse(raw)
         except ValueError as exc:
-            where = f"{_where(str(alias))}[{key!r}]" if key in options else f"EMQ[{key!r}]"
-            errors.append(f"{where} {exc}")
-            values[key.lower()] = default
+            problems.append(f"{where[setting.key]} {exc}")
+            failed.add(setting.key)
+            values[setting.name] = None
+    for rule in RULES:
+        checked = failed.isdisjoint(rule.keys)  # a key in error says so itself
+        if checked and not rule.holds(*(values[BY_KEY[key].name] for key in rule.keys)):
+            problems.append(rule.message.format_map(where))
+    return values, problems
 
-    url, url_error = parse.url_value(raw.get("URL"))
-    if url_error:
-        errors.append(url_error)
-    values["url"] = url
-    values["embedded"] = url == EMBEDDED or (url is None and bool(settings.DEBUG))
-    field("EMBEDDED_DIR", parse.path_value, parse.default_embedded_dir())
-    user_label = str(getattr(settings, "AUTH_USER_MODEL", "auth.User"))
-    field("LANE_BRANDS", functools.partial(parse.brands, user_label=user_label), {})
-    field("LEASE", parse.positive_duration, DEFAULTS["LEASE"])
-    field("MAX_ATTEMPTS", parse.positive_int, DEFAULTS["MAX_ATTEMPTS"])
-    field("MAX_EXPIRIES", parse.positive_int, DEFAULTS["MAX_EXPIRIES"])
-    field("RESULT_TTL", parse.positive_duration, DEFAULTS["RESULT_TTL"])
-    field("MAX_PAYLOAD", parse.positive_int, DEFAULTS["MAX_PAYLOAD"])
-    field("RETRY_BACKOFF", parse.duration, DEFAULTS["RETRY_BACKOFF"])
-    field("RETRY_BACKOFF_MAX", parse.duration, DEFAULTS["RETRY_BACKOFF_MAX"])
-    field("BEAT", parse.positive_duration, DEFAULTS["BEAT"])
-    field("ENQUEUE_TIMEOUT", parse.positive_duration, DEFAULTS["ENQUEUE_TIMEOUT"])
-    field("SHUTDOWN_GRACE", parse.duration, DEFAULTS["SHUTDOWN_GRACE"])
-    # One expiry is final: a worker killed by a job must not take prefetched ones along.
-    one_expiry = values.get("max_expiries") == 1
-    field("PREFETCH", parse.positive_int, 1 if one_expiry else DEFAULTS["PREFETCH"])
-    field("THREADS", parse.optional_positive_int, None)
-    field("SHARDS", parse.shards, {})
-    field("METRICS_TOKEN", parse.token, None)
-    field("HISTORY", parse.positive_int, DEFAULTS["HISTORY"])
-    field("MAX_DEPTH", functools.partial(parse.per_queue, parse=parse.positive_int), {})
-    field("RATE", functools.partial(parse.per_queue, parse=parse.rate), {})
-    field("FAIRNESS", functools.partial(parse.per_queue, parse=parse.fairness), {})
-    field("SCHEDULES", parse_schedules, {})
-    field("TENANT", parse.tenant_source, None)
-    if values["retry_backoff_max"] < values["retry_backoff"]:
-        errors.append("EMQ['RETRY_BACKOFF_MAX'] must not be shorter than EMQ['RETRY_BACKOFF']")
-    if values["history"] > MAX_HISTORY:
-        errors.append(f"EMQ['HISTORY'] must be at most {MAX_HISTORY}, not {values['history']}")
-    if values["lease"] > MAX_LEASE:
-        errors.append(f"EMQ['LEASE'] must be at most {MAX_LEASE} seconds (24 hours)")
-    if values["prefetch"] > MAX_PREFETCH:
-        errors.append(f"EMQ['PREFETCH'] must be at most {MAX_PREFETCH}, not {values['prefetch']}")
-    if values["beat"] >= values["lease"]:
-        errors.append(
-            "EMQ['BEAT'] must be shorter than EMQ['LEASE']: the worker extends "
-            "leases every beat, so a longer beat lets running jobs' leases expire"
-        )
-    return values, errors
+
+def _raw(
+    setting: Setting,
+    emq: Mapping[str, Any],
+    options: Mapping[str, Any],
+    alias: str | None,
+    values: Mapping[str, Any],
+) -> tuple[Any, str]:
+    """The raw value of ``setting`` and where it came from (for messages)."""
+    key = setting.key
+    if key in options:
+        return options[key], f"{_options_where(str(alias))}[{key!r}]"
+    value = emq.get(key)
+    if key in emq and not (setting.blank_is_unset and value in (None, "")):
+        return value, f"EMQ[{key!r}]"
+    if setting.derive is not None:
+        return setting.derive(values), setting.source or f"EMQ[{key!r}]"
+    return setting.default, f"EMQ[{key!r}]"
 
 
 # The environment reader lives in its own module; it is part of this one's API.

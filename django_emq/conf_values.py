@@ -1,6 +1,7 @@
 """The parsers of ``EMQ`` setting values, one per kind: each takes the raw
 value and answers the parsed one, or raises ``ValueError`` saying what is
-wrong. :mod:`django_emq.conf` reads the settings with them."""
+wrong (the caller names the key). The table of settings
+(:mod:`django_emq.conf_table`) names one per key."""
 
 from __future__ import annotations
 
@@ -37,23 +38,24 @@ def token(value: object) -> str | None:
     return value
 
 
-def url_value(value: object) -> tuple[str | None, str | None]:
-    """The effective URL and an error message, if it is invalid."""
-    where = "EMQ['URL']"
-    if value is None or value == "":
-        value = os.environ.get(URL_ENV) or None
-        where = f"${URL_ENV}"
+def url(value: object) -> str | None:
+    """A server URL (see :mod:`django_emq.url`), ``"embedded"``, or ``None``."""
     if value is None:
-        return None, None
+        return None
     if not isinstance(value, str):
-        return None, f"{where} must be a string, not {type(value).__name__}"
+        raise ValueError(f"must be a string, not {type(value).__name__}")
     if value == EMBEDDED:
-        return value, None
+        return value
     try:
         check_url(value)
     except ValueError as exc:
-        return None, f"{where} is invalid: {exc}"
-    return value, None
+        raise ValueError(f"is invalid: {exc}") from None
+    return value
+
+
+def url_from_environment() -> str | None:
+    """``$EMQ_URL``, the URL when ``EMQ["URL"]`` is not set (``None`` if unset too)."""
+    return os.environ.get(URL_ENV) or None
 
 
 def default_embedded_dir() -> Path:
@@ -79,7 +81,12 @@ def path_value(value: object) -> Path:
     return (Path(base) if base else Path.cwd()) / path
 
 
-def brands(value: object, *, user_label: str) -> Mapping[str, str]:
+def brands(value: object) -> Mapping[str, str]:
+    """Model label -> brand, the user model (``AUTH_USER_MODEL``) branded
+    :data:`USER_BRAND` unless ``value`` says otherwise."""
+    from django.conf import settings
+
+    user_label = str(getattr(settings, "AUTH_USER_MODEL", "auth.User"))
     if not isinstance(value, Mapping):
         raise ValueError(f"must be a dict of model label -> brand, not {type(value).__name__}")
     brands = {user_label.lower(): USER_BRAND}
@@ -104,6 +111,16 @@ def brands(value: object, *, user_label: str) -> Mapping[str, str]:
             )
         by_brand[brand] = label
     return MappingProxyType(brands)
+
+
+def int_values(text: str) -> dict[str, int]:
+    """``"default=3,reports=2"`` -> ``{"default": 3, "reports": 2}`` (an
+    environment variable's dict of counts; ``ValueError`` for a count that is
+    not a whole number)."""
+    pairs = [item.split("=", 1) for item in text.split(",") if item]
+    if any(len(pair) != 2 for pair in pairs):
+        raise ValueError(f"{text!r} is not a list of name=count")
+    return {name: int(count) for name, count in pairs}
 
 
 def shards(value: object) -> Mapping[str, int]:
@@ -161,6 +178,19 @@ def tenant_source(value: object) -> str | None:
             f"callable owner -> tenant, not {value!r}"
         )
     return value
+
+
+def at_most(limit: float, parse: Callable[[Any], Any], unit: str = "") -> Callable[[Any], Any]:
+    """``parse``, refusing a value above ``limit`` (``unit`` follows the limit
+    in the message: ``" seconds (24 hours)"``)."""
+
+    def bounded(value: object) -> Any:
+        parsed = parse(value)
+        if parsed > limit:
+            raise ValueError(f"must be at most {limit:g}{unit}, not {value!r}")
+        return parsed
+
+    return bounded
 
 
 def optional_positive_int(value: object) -> int | None:

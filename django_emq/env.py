@@ -1,28 +1,13 @@
 """``EMQ`` from the environment, with django-environ's casting: :func:`env_settings`
-(also importable as ``django_emq.conf.env_settings``)."""
+(also importable as ``django_emq.conf.env_settings``). Which keys are read, and
+each one's cast, is the ``env`` of its row in :mod:`django_emq.conf_table`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
+from .conf_table import SETTINGS
 from .exceptions import ConfigurationError
-
-#: ``EMQ`` keys :func:`env_settings` reads, with the django-environ cast of each.
-ENV_CASTS: Mapping[str, Any] = MappingProxyType(
-    {
-        "URL": str,
-        "EMBEDDED_DIR": str,
-        "LANE_BRANDS": dict,
-        "SHARDS": dict,
-        **dict.fromkeys(["MAX_ATTEMPTS", "MAX_EXPIRIES", "MAX_PAYLOAD", "PREFETCH"], int),
-        **dict.fromkeys(
-            ["LEASE", "RESULT_TTL", "RETRY_BACKOFF", "RETRY_BACKOFF_MAX", "BEAT"], float
-        ),
-        **dict.fromkeys(["ENQUEUE_TIMEOUT", "SHUTDOWN_GRACE"], float),
-    }
-)
 
 
 def env_settings(env: Any = None, prefix: str = "EMQ_") -> dict[str, Any]:
@@ -41,14 +26,12 @@ def env_settings(env: Any = None, prefix: str = "EMQ_") -> dict[str, Any]:
 
     env = environ.Env() if env is None else env
     found: dict[str, Any] = {}
-    for key, cast in ENV_CASTS.items():
-        name = prefix + key
-        if name not in env.ENVIRON:
+    for setting in SETTINGS:
+        name = prefix + setting.key
+        if setting.env is None or name not in env.ENVIRON:
             continue
         try:
-            found[key] = env.get_value(name, cast=cast)
-            if key == "SHARDS":  # queue name -> shard count
-                found[key] = {name: int(count) for name, count in found[key].items()}
+            found[setting.key] = env.get_value(name, cast=setting.env)
         except (ValueError, TypeError) as exc:
             raise ConfigurationError(f"${name} is invalid: {exc}") from None
     return found

@@ -16,9 +16,11 @@ from django.tasks.exceptions import InvalidTask
 
 from django_emq import lane
 from django_emq.backend import FairLanesBackend
-from django_emq.conf import backend_settings, emq_settings
+from django_emq.conf import emq_settings
 from django_emq.engine.rows import Row
 from django_emq.exceptions import ConfigurationError
+from django_emq.worker import WorkerOptions
+from django_emq.worker.options import plan
 from tests import tasks
 from tests.helpers import lane as lane_of
 
@@ -52,14 +54,14 @@ def two_backends(emq: redis.Redis, settings: Any) -> redis.Redis:
 
 
 def test_options_override_emq_for_that_backend_only(two_backends: redis.Redis) -> None:
-    short = backend_settings("short")
+    short = emq_settings("short")
     assert (short.max_attempts, short.result_ttl, short.lease, short.max_payload) == (
         1,
         60.0,
         7.0,
         100,
     )
-    assert backend_settings("default") == emq_settings()
+    assert emq_settings("default") == emq_settings()
     assert not ids(backend("short").check())
     assert not ids(backend("default").check())
 
@@ -112,10 +114,94 @@ def test_bad_options_are_a_check_error_and_refuse_every_enqueue(
     errors = [m for m in backend("short").check() if m.id == "emq.E008"]
     assert len(errors) == 1
     assert re.search(message, errors[0].msg), errors[0].msg
-    if "LEASE" in options or "MAX_ATTEMPTS" in options:
-        with lane(A), pytest.raises(ConfigurationError, match=message):
-            tasks.add.using(backend="short", queue_name="short").enqueue(1, 2)
-        assert emq.dbsize() == 0
+    with lane(A), pytest.raises(ConfigurationError, match=message):
+        tasks.add.using(backend="short", queue_name="short").enqueue(1, 2)
+    assert emq.dbsize() == 0
+
+
+def test_a_worker_runs_with_its_backends_options_and_its_own_flags_over_them(
+    two_backends: redis.Redis, settings: Any
+) -> None:
+    settings.TASKS["short"]["OPTIONS"].update(
+        {"BEAT": 1, "SHUTDOWN_GRACE": 4, "PREFETCH": 2, "THREADS": 3, "RETRY_BACKOFF": 9,
+         "RETRY_BACKOFF_MAX": 90}
+    )  # fmt: skip
+    settings.TASKS = settings.TASKS  # a change Django signals
+    short = plan(WorkerOptions(concurrency=8), "short")
+    assert (short.lease_ms, short.beat_s, short.grace_s, short.prefetch, short.threads) == (
+        7000, 1.0, 4.0, 2, 3,
+    )  # fmt: skip
+    assert (short.retry_backoff, short.retry_backoff_max, short.max_payload) == (9.0, 90.0, 100)
+    default = plan(WorkerOptions(concurrency=8), "default")
+    assert (default.lease_ms, default.grace_s, default.prefetch, default.threads) == (
+        30_000, 30.0, 16, 8,
+    )  # fmt: skip
+    flags = WorkerOptions(concurrency=8, lease=3, beat=0.5, grace=0, prefetch=5, threads=2)
+    told = plan(flags, "short")
+    assert (told.lease_ms, told.beat_s, told.grace_s, told.prefetch, told.threads) == (
+        3000, 0.5, 0.0, 5, 2,
+    )  # fmt: skip
+
+
+def test_a_shorter_lease_flag_shortens_the_beat_with_it(two_backends: redis.Redis) -> None:
+    assert plan(WorkerOptions(lease=0.3), "short").beat_s == pytest.approx(0.1)
+
+
+def test_a_bad_flag_is_refused_naming_it(two_backends: redis.Redis) -> None:
+    with pytest.raises(ValueError, match=r"^prefetch must be at most 1000"):
+        plan(WorkerOptions(prefetch=1001), "short")
+
+
+def test_a_default_that_depends_on_another_key_reads_the_backends(
+    two_backends: redis.Redis, settings: Any
+) -> None:
+    settings.TASKS = {**settings.TASKS, "once": {"BACKEND": BACKEND, "QUEUES": ["once"],
+                                                 "OPTIONS": {"MAX_EXPIRIES": 1}}}  # fmt: skip
+    assert emq_settings("once").prefetch == 1
+    assert emq_settings("short").prefetch == 16
+
+
+def test_a_backends_settings_are_read_once_until_tasks_change(
+    two_backends: redis.Redis, settings: Any
+) -> None:
+    first = emq_settings("short")
+    assert emq_settings("short") is first
+    settings.TASKS = {**settings.TASKS, "short": {**settings.TASKS["short"], "OPTIONS": {}}}
+    assert emq_settings("short").lease == 30.0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"LEASE": -1}, r"TASKS\['short'\]\['OPTIONS'\]\['LEASE'\] must be more than zero"),
+        ({"PREFETCH": 1001}, r"TASKS\['short'\]\['OPTIONS'\]\['PREFETCH'\] must be at most 1000"),
+        (
+            {"LEASE": 0.1},
+            r"EMQ\['BEAT'\] must be shorter than TASKS\['short'\]\['OPTIONS'\]\['LEASE'\]",
+        ),
+        (
+            {"RETRY_BACKOFF_MAX": 0.5, "RETRY_BACKOFF": 2},
+            r"TASKS\['short'\]\['OPTIONS'\]\['RETRY_BACKOFF_MAX'\] must not be shorter than "
+            r"TASKS\['short'\]\['OPTIONS'\]\['RETRY_BACKOFF'\]",
+        ),
+    ],
+)
+def test_a_bad_option_names_the_backend_and_changes_nothing_else(
+    two_backends: redis.Redis, settings: Any, options: dict[str, Any], message: str
+) -> None:
+    """The backend's settings are refused, naming its alias and the key; ``EMQ``
+    and the other backends read as before, and no worker of it starts."""
+    before = emq_settings(), emq_settings("default")
+    settings.TASKS = {**settings.TASKS, "short": {**settings.TASKS["short"], "OPTIONS": options}}
+    with pytest.raises(
+        ConfigurationError, match="invalid settings for backend 'short': .*" + message
+    ):
+        emq_settings("short")
+    assert (emq_settings(), emq_settings("default")) == before
+    assert [m.id for m in backend("default").check()] == []
+    with pytest.raises(CommandError, match="backend 'short'"):
+        call_command("run_emq_worker", "--backend", "short", "--burst", verbosity=0)
+    assert two_backends.dbsize() == 0
 
 
 def test_options_that_are_not_a_dict_are_a_check_error(emq: redis.Redis, settings: Any) -> None:

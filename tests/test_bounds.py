@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from django_emq import enqueue_for
-from django_emq.conf import backend_settings
+from django_emq.conf import emq_settings
 from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Queue
 from django_emq.engine.records import MAX_DELAY_MS, MAX_LEASE_MS
@@ -221,5 +221,5 @@ def test_a_backend_may_keep_a_history_of_its_own(emq: redis.Redis, settings: Any
         "default": {"BACKEND": backend_path, "QUEUES": ["default"]},
         "short": {"BACKEND": backend_path, "QUEUES": ["short"], "OPTIONS": {"HISTORY": 2}},
     }
-    assert backend_settings("short").queue_options()["history"] == 2
-    assert backend_settings("default").queue_options()["history"] == 10
+    assert emq_settings("short").queue_options()["history"] == 2
+    assert emq_settings("default").queue_options()["history"] == 10

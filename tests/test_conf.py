@@ -12,7 +12,8 @@ import pytest
 from pytest_django.fixtures import Settings as SettingsWrapper
 
 from django_emq import conf
-from django_emq.conf import KNOWN_KEYS, EMQSettings, emq_settings
+from django_emq.conf import KNOWN_KEYS, emq_settings
+from django_emq.conf_table import SETTINGS, EMQSettings
 from django_emq.connection import reset_connection
 from django_emq.exceptions import ConfigurationError
 
@@ -254,12 +255,44 @@ def test_unknown_keys_are_listed(settings: SettingsWrapper) -> None:
 def test_known_keys_are_the_settings_fields() -> None:
     fields = set(EMQSettings.__dataclass_fields__) - {"embedded"}
     assert {key.lower() for key in KNOWN_KEYS} == fields
+    assert [s.name for s in SETTINGS] == [s.key.lower() for s in SETTINGS]
 
 
-def test_every_known_key_is_documented() -> None:
+def _docs_section(title: str) -> str:
     text = DOCS.read_text()
-    missing = [key for key in sorted(KNOWN_KEYS) if f"`{key}`" not in text]
-    assert missing == []
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def test_the_docs_list_every_key_once_in_table_order() -> None:
+    """The keys table of docs/settings.md has one row per key of the table, in
+    its order, and says which a backend may set and which option wins over
+    it: the docs page is the one other place a key is named."""
+    rows = re.findall(
+        r"^\| `([A-Z_]+)` \| [^|]+ \| [^|]+ \| ([^|]+) \|", _docs_section("Keys"), re.MULTILINE
+    )
+    assert [key for key, _ in rows] == [s.key for s in SETTINGS]
+    expected = [
+        ("yes" if s.backend else "no") + (f" (`--{s.flag}`)" if s.flag else "") for s in SETTINGS
+    ]
+    assert [combine for _, combine in rows] == expected
+
+
+def test_the_docs_list_exactly_the_backend_keys() -> None:
+    section = _docs_section("Per-backend options")
+    listed = re.search(r"A backend may set (.*?):", section, re.DOTALL)
+    assert listed is not None
+    named = re.findall(r"`([A-Z_]+)`", listed.group(1))
+    assert named == [s.key for s in SETTINGS if s.backend]
+
+
+def test_the_docs_list_exactly_the_keys_read_from_the_environment() -> None:
+    section = _docs_section("From the environment")
+    listed = re.search(r"reads (.*?) from the variable", section, re.DOTALL)
+    assert listed is not None
+    named = re.findall(r"`([A-Z_]+)`", listed.group(1))
+    assert named == [s.key for s in SETTINGS if s.env is not None]
 
 
 def test_settings_are_immutable(settings: SettingsWrapper) -> None:

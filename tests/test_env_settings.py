@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from django_emq.conf import env_settings
+from django_emq.conf_table import SETTINGS
 from django_emq.exceptions import ConfigurationError
 
 
@@ -41,3 +42,19 @@ def test_a_value_that_does_not_cast_names_its_variable(
 def test_a_prefix_of_your_own(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("QUEUE_LEASE", "9")
     assert env_settings(prefix="QUEUE_") == {"LEASE": 9.0}
+
+
+def test_the_keys_read_are_those_of_the_table_with_a_cast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One variable per key that has an environment cast; RATE and SCHEDULES
+    (no cast: a pair, a dict of dicts) are never read."""
+    values = {"THREADS": "4", "HISTORY": "5", "MAX_DEPTH": "100", "FAIRNESS": "time",
+              "METRICS_TOKEN": "s" * 16, "TENANT": "organization", "RATE": "10,60",
+              "SCHEDULES": "x"}  # fmt: skip
+    for key, value in values.items():
+        monkeypatch.setenv(f"EMQ_{key}", value)
+    found = env_settings()
+    assert {key for key in values if key in found} == {
+        s.key for s in SETTINGS if s.env is not None and s.key in values
+    }
+    assert (found["THREADS"], found["HISTORY"], found["MAX_DEPTH"]) == (4, 5, 100)
+    assert (found["FAIRNESS"], found["TENANT"]) == ("time", "organization")

@@ -121,7 +121,7 @@ def test_a_success_is_recorded_while_the_thread_runs_a_long_job(
 def test_prefetch_above_the_limit_is_a_command_error(emq: redis.Redis) -> None:
     from django.core.management.base import CommandError
 
-    with pytest.raises(CommandError, match="prefetch must be 1 to 1000"):
+    with pytest.raises(CommandError, match="--prefetch: must be at most 1000"):
         burst("--prefetch", "1001")
 
 

@@ -319,7 +319,7 @@ def test_a_worker_claims_no_jobs_ahead_for_a_time_fair_queue(settings: Any) -> N
     """A job claimed ahead waits in the worker: its lane would be charged the wait."""
     from django_emq.worker.options import WorkerOptions, plan
 
-    assert plan(WorkerOptions()).prefetch > 1
+    assert plan(WorkerOptions(), "default").prefetch > 1
     settings.EMQ = {**settings.EMQ, "FAIRNESS": {"reports": "time"}}
-    assert plan(WorkerOptions()).prefetch == 1
-    assert plan(WorkerOptions(prefetch=8)).prefetch == 8  # unless told
+    assert plan(WorkerOptions(), "default").prefetch == 1
+    assert plan(WorkerOptions(prefetch=8), "default").prefetch == 8  # unless told

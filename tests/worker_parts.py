@@ -18,5 +18,5 @@ def worker_parts(backend: FairLanesBackend, options: WorkerOptions) -> tuple[Cor
     async client: call it inside the event loop that will use them."""
     client = async_client(1.0, 1.0)
     shard = Shard(backend.queue("default"), AsyncScripts(client))
-    core = Core(plan(options), Policy(backend.alias, 0.0, 0.0, 1 << 20))
+    core = Core(plan(options, backend.alias), Policy(backend.alias, 0.0, 0.0, 1 << 20))
     return core, Claimer(core, Rotation([shard]), client), shard

@@ -1,5 +1,6 @@
 """What a worker is told (:class:`WorkerOptions`, shared with ``run_emq_worker``)
-and what it makes of it with the ``EMQ`` settings (:class:`Plan`)."""
+and what it makes of it with the settings of its backend (:class:`Plan`): ``EMQ``
+with the backend's ``OPTIONS`` in place, and the options set here over both."""
 
 from __future__ import annotations
 
@@ -8,18 +9,21 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..conf import DEFAULT_THREADS, MAX_PREFETCH, emq_settings
-from ..engine.queue import WORKER_ID_RE
+from ..conf import emq_settings, with_flags
+from ..conf_table import DEFAULT_THREADS
+from ..engine.records import WORKER_ID_RE
 
 
 @dataclass
 class WorkerOptions:
-    """Everything ``run_emq_worker`` can set; ``None`` takes the ``EMQ`` default."""
+    """Everything ``run_emq_worker`` can set. ``None`` takes the backend's
+    setting; the fields that stand for a setting are the ``flag`` of its row in
+    :mod:`django_emq.conf_table`."""
 
     queues: list[str] = field(default_factory=list)
     #: Jobs in flight at once: coroutines on the loop, sync tasks on the threads.
     concurrency: int = 1
-    #: Threads for sync tasks (default ``EMQ["THREADS"]``, else ``min(concurrency, 16)``).
+    #: Threads for sync tasks (default ``THREADS``, else ``min(concurrency, 16)``).
     threads: int | None = None
     lease: float | None = None
     burst: bool = False
@@ -55,19 +59,22 @@ class Plan:
         return self.lease_ms / 1000
 
 
-def plan(options: WorkerOptions) -> Plan:
-    """Resolve ``options`` against the settings; ``ValueError`` for a bad value."""
-    s = emq_settings()
+def plan(options: WorkerOptions, alias: str) -> Plan:
+    """Resolve ``options`` against the settings backend ``alias`` runs with
+    (``EMQ``, its ``OPTIONS`` in place); a value ``options`` sets wins.
+    ``ValueError`` for a bad option, ``ConfigurationError`` for bad settings."""
+    s = with_flags(emq_settings(alias), options)
     concurrency = _at_least_one("concurrency", options.concurrency)
-    threads = options.threads or s.threads or min(concurrency, DEFAULT_THREADS)
+    threads = s.threads or min(concurrency, DEFAULT_THREADS)
     # A job claimed ahead waits in the worker, and a time-fair queue would charge
     # its lane for the wait: with a time-fair queue configured, none is, unless
     # --prefetch says so (docs/time-fair.md).
     time_fair = "time" in s.fairness.values()
-    prefetch = (1 if time_fair else s.prefetch) if options.prefetch is None else options.prefetch
-    if isinstance(prefetch, bool) or not 1 <= prefetch <= MAX_PREFETCH:
-        raise ValueError(f"prefetch must be 1 to {MAX_PREFETCH}, not {prefetch!r}")
-    lease_ms = int((options.lease or s.lease) * 1000)
+    prefetch = 1 if time_fair and options.prefetch is None else s.prefetch
+    lease_ms = int(s.lease * 1000)
+    # The beat of the settings is shorter than their lease; a shorter --lease
+    # shortens it with it, unless --beat says otherwise.
+    beat_s = s.beat if options.beat is not None else min(s.beat, lease_ms / 3000)
     worker_id = options.worker_id or f"{socket.gethostname()}:{os.getpid()}"
     if not WORKER_ID_RE.fullmatch(worker_id):
         raise ValueError(f"{worker_id!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
@@ -75,8 +82,8 @@ def plan(options: WorkerOptions) -> Plan:
         concurrency=concurrency,
         threads=min(_at_least_one("threads", threads), concurrency),
         lease_ms=lease_ms,
-        beat_s=options.beat or min(s.beat, lease_ms / 3000),
-        grace_s=s.shutdown_grace if options.grace is None else options.grace,
+        beat_s=beat_s,
+        grace_s=s.shutdown_grace,
         worker_id=worker_id,
         prefetch=prefetch,
         burst=options.burst,

@@ -43,7 +43,7 @@ class Worker:
     def __init__(self, backend: FairLanesBackend, options: WorkerOptions) -> None:
         self.backend = backend
         self.options = options
-        self.plan = plan(options)
+        self.plan = plan(options, backend.alias)
         names = options.queues or sorted(backend.queues)
         unknown = sorted(set(names) - backend.queues)
         if unknown:

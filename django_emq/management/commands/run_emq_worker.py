@@ -1,11 +1,16 @@
-"""``manage.py run_emq_worker``: a thin shell over :class:`django_emq.worker.Worker`."""
+"""``manage.py run_emq_worker``: a thin shell over :class:`django_emq.worker.Worker`.
+
+The options that stand for a setting (``--lease``, ``--beat``, ``--grace``,
+``--prefetch``, ``--threads``) come from the table of settings
+(:mod:`django_emq.conf_table`): each is parsed like its key, and wins over the
+backend's ``OPTIONS`` and ``EMQ``."""
 
 from __future__ import annotations
 
 import logging
-import math
 import time
 from argparse import ArgumentParser, ArgumentTypeError
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +21,9 @@ from django.tasks.exceptions import InvalidTaskBackend
 from django.utils import autoreload
 
 from django_emq.backend import FairLanesBackend
+from django_emq.conf_table import FLAGGED, Setting
 from django_emq.engine.records import WORKER_ID_RE
+from django_emq.exceptions import ConfigurationError
 from django_emq.worker import Worker, WorkerOptions
 from django_emq.worker.logs import LineFormatter, LineHandler
 
@@ -33,18 +40,23 @@ def positive_int(text: str) -> int:
     return value
 
 
-def positive_float(text: str) -> float:
-    value = float(text)
-    if not 0 < value < math.inf:
-        raise ArgumentTypeError(f"must be a finite number > 0, not {text}")
-    return value
+def setting_type(setting: Setting) -> Callable[[str], object]:
+    """The argparse type of the option that stands for ``setting``: the text
+    cast like its environment variable, then parsed like the key."""
 
+    def read(text: str) -> object:
+        try:
+            value = setting.env(text)
+        except ValueError:
+            kind = "a whole number" if setting.env is int else "a number"
+            raise ArgumentTypeError(f"must be {kind}, not {text!r}") from None
+        try:
+            return setting.parse(value)
+        except ValueError as exc:
+            raise ArgumentTypeError(str(exc)) from None
 
-def non_negative_float(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < math.inf:
-        raise ArgumentTypeError(f"must be a finite number >= 0, not {text}")
-    return value
+    read.__name__ = setting.key.lower()
+    return read
 
 
 #: Longest worker id: it is kept on every job the worker claims.
@@ -112,19 +124,6 @@ class Command(BaseCommand):
             "on the threads (default 1)",
         )
         parser.add_argument(
-            "--threads",
-            type=positive_int,
-            default=None,
-            help="threads for sync tasks, at most --concurrency (default EMQ['THREADS'], "
-            "else min(concurrency, 16))",
-        )
-        parser.add_argument(
-            "--lease",
-            type=positive_float,
-            default=None,
-            help="lease length in seconds (default EMQ['LEASE'])",
-        )
-        parser.add_argument(
             "--burst",
             action="store_true",
             help="reap and promote, run until nothing is pending or due, exit",
@@ -133,21 +132,16 @@ class Command(BaseCommand):
             "--max-jobs", type=positive_int, default=None, help="exit after claiming this many jobs"
         )
         parser.add_argument(
-            "--prefetch",
-            type=positive_int,
-            default=None,
-            help="most jobs claimed ahead of the free slots, plus one, while jobs are "
-            "short (default EMQ['PREFETCH'])",
-        )
-        parser.add_argument(
             "--worker-id", type=worker_id, default=None, help="default: host:pid (at most 64)"
         )
-        parser.add_argument(
-            "--grace",
-            type=non_negative_float,
-            default=None,
-            help="seconds running jobs get to finish on SIGTERM (default EMQ['SHUTDOWN_GRACE'])",
-        )
+        for setting in FLAGGED:
+            parser.add_argument(
+                f"--{setting.flag}",
+                type=setting_type(setting),
+                default=None,
+                help=f"{setting.doc} (default: the backend's OPTIONS['{setting.key}'], "
+                f"else EMQ['{setting.key}'])",
+            )
         parser.add_argument(
             "--reload", action="store_true", help="restart when code changes (development)"
         )
@@ -177,14 +171,11 @@ class Command(BaseCommand):
         worker_options = WorkerOptions(
             queues=options["queues"],
             concurrency=options["concurrency"],
-            threads=options["threads"],
-            lease=options["lease"],
             burst=options["burst"],
             max_jobs=options["max_jobs"],
             worker_id=options["worker_id"],
             health_file=options["health_file"],
-            grace=options["grace"],
-            prefetch=options["prefetch"],
+            **{str(setting.flag): options[str(setting.flag)] for setting in FLAGGED},
         )
 
         def run() -> None:
@@ -192,7 +183,7 @@ class Command(BaseCommand):
                 try:
                     worker = Worker(backend, worker_options)
                     break
-                except ValueError as exc:
+                except (ValueError, ConfigurationError) as exc:
                     raise CommandError(str(exc)) from None
                 except redis.ConnectionError as exc:  # a cluster client connects at once
                     logger.warning("Valkey unreachable (%s); retrying in %gs", exc, START_RETRY)
