@@ -75,7 +75,7 @@ class Core:
         self.suspects = 0
         self.claimed = 0
         self.counts: Counter[str] = Counter()
-        self.window = 0
+        #: The jobs' average run time so far (seconds; ``None`` before the first).
         self._average: float | None = None
         self._running_async = 0
         self._waiting_async: deque[Job] = deque()
@@ -102,7 +102,7 @@ class Core:
         while stopping, at ``max_jobs``, or while a suspect is held."""
         if self.stopping or self.suspects:
             return 0
-        capacity = self.plan.concurrency + self.window
+        capacity = self.plan.concurrency + self.window()
         free = capacity - self.executing
         if self.plan.max_jobs is not None:
             free = min(free, self.plan.max_jobs - self.claimed)
@@ -247,13 +247,19 @@ class Core:
         self.changed.set()
 
     def _learn(self, duration: float) -> None:
-        """Claim ahead while jobs are short: the window holds the jobs the
-        ``concurrency`` slots run in about ``BATCH_TARGET`` (so the slots do not
-        run dry while the next claim is on its way), at most ``prefetch`` - 1."""
+        """One more job's run time into the average (:meth:`window` reads it)."""
         last = self._average
-        avg = self._average = duration if last is None else 0.8 * last + 0.2 * duration
-        runs = self.plan.concurrency * BATCH_TARGET / max(avg, 1e-5)
-        self.window = min(self.plan.prefetch - 1, int(runs))
+        self._average = duration if last is None else 0.8 * last + 0.2 * duration
+
+    def window(self) -> int:
+        """How many jobs to claim ahead (worked out once per claim, not per job):
+        as many as the ``concurrency`` slots run in about ``BATCH_TARGET``, so
+        they do not run dry while the next claim is on its way; at most
+        ``prefetch`` - 1, none before the first job ran."""
+        if self._average is None:
+            return 0
+        runs = self.plan.concurrency * BATCH_TARGET / max(self._average, 1e-5)
+        return min(self.plan.prefetch - 1, int(runs))
 
     async def _record_failure(self, job: Job, failed: Failed) -> None:
         try:
@@ -269,20 +275,25 @@ class Core:
             self._announce([(job, TaskResultStatus.FAILED, None)])
 
     def _recorded(self, batch: list[Success], refusals: list[Exception | None]) -> None:
-        """Successes recorded (``None``) or refused: settled, announced."""
-        announce = []
+        """Successes recorded (``None``) or refused: settled, announced (the
+        announcements gathered only when something listens)."""
+        announce: list[tuple[Job, TaskResultStatus, Any]] | None = (
+            [] if listening(task_finished) else None
+        )
         with logs.batch():
             for success, error in zip(batch, refusals, strict=True):
                 job = success.job
                 job.settled = True
                 if error is None:
                     self.ended(job, "done")
-                    announce.append((job, TaskResultStatus.SUCCESSFUL, success.value))
+                    if announce is not None:
+                        announce.append((job, TaskResultStatus.SUCCESSFUL, success.value))
                 elif isinstance(error, JobError):
                     self.ended(job, "stale", "lease lost to a newer attempt; outcome refused")
                 else:
                     self.ended(job, "stale", f"the worker failed to record its outcome ({error!r})")
-        self._announce(announce)
+        if announce:
+            self._announce(announce)
 
     def _not_started(self, job: Job) -> None:
         """``job`` will not start (stopping, or its lease is not safe): back to the
