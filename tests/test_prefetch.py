@@ -181,10 +181,10 @@ def state(q: Queue, job_id: str) -> str:
 
 
 def test_jobs_held_behind_a_long_sync_job_keep_their_leases(emq: redis.Redis) -> None:
-    """Short sync jobs go to a thread in chunks; one that blocks (here 3 s, twice
-    the lease) holds back the jobs claimed with it. The beat goes on extending
-    every lease the worker holds, so none of them expires, none runs twice, and
-    each completes once the long one is done."""
+    """With one thread, a sync job that blocks (here 3 s, twice the lease) holds
+    back the jobs claimed ahead with it. The beat goes on extending every lease
+    the worker holds, so none of them expires, none runs twice, and each
+    completes once the long one is done."""
     q = queue()
     lane = LANES[0]
     q.enqueue_many(
@@ -208,4 +208,45 @@ def test_jobs_held_behind_a_long_sync_job_keep_their_leases(emq: redis.Redis) ->
     assert first is not None
     assert int(first["finished"]) - int(first["claimed"]) > 1500
     assert emq.zcard(q.keys.active) == 0
+    check_invariants(q)
+
+
+def test_a_blocking_sync_job_holds_back_no_job_the_other_threads_can_take(
+    emq: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sync jobs wait in one line the threads take from: while one thread is
+    held by a job that blocks, the jobs claimed with it and after it run on the
+    other thread, however short the jobs so far (no chunk goes down with it)."""
+    monkeypatch.setattr(worker_core, "BATCH_TARGET", 60.0)  # every job counts as short
+    q = queue()
+    lane = LANES[0]
+    q.enqueue_many(
+        [{"lane": lane, "task_path": "tests.tasks.record", "args": [f"a{i}"]} for i in range(40)]
+    )
+    gate = q.enqueue(lane, "tests.tasks.gate", ["gate", "test:open"])
+    q.enqueue_many(
+        [{"lane": lane, "task_path": "tests.tasks.record", "args": [f"b{i}"]} for i in range(40)]
+    )
+    backend = task_backends["default"]
+    assert isinstance(backend, FairLanesBackend)
+    worker = Worker(backend, WorkerOptions(concurrency=2, burst=True))
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        wait_for(
+            lambda: len([r for r in runs(emq) if r[0] in "ab"]) == 80,
+            what="every short job run while the gate job blocks a thread",
+        )
+        assert "start:gate" in runs(emq)
+        assert "end:gate" not in runs(emq)
+        assert state(q, gate.job_id) == "active"
+        emq.set("test:open", 1)
+        thread.join(30)  # a burst run: it ends once the gate job is done
+    finally:
+        if thread.is_alive():  # never left running: it would claim later tests' jobs
+            worker.stop()
+            emq.set("test:open", 1)
+            thread.join(30)
+    assert not thread.is_alive()
+    assert state(q, gate.job_id) == "done"
     check_invariants(q)

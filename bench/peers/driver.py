@@ -3,6 +3,7 @@
 Runs inside ``bench/.venv-peers`` (``bench/run.py`` calls it there)::
 
     bench/.venv-peers/bin/python bench/peers/driver.py throughput rq --url redis://...
+    bench/.venv-peers/bin/python bench/peers/driver.py incr huey --url ... --threads 1
     bench/.venv-peers/bin/python bench/peers/driver.py fairness rq --url ... --flood 1000
     bench/.venv-peers/bin/python bench/peers/driver.py memory rq --url ... --jobs 100000
     bench/.venv-peers/bin/python bench/peers/driver.py io arq --url ... --jobs 5000 --threads 500
@@ -13,6 +14,10 @@ throughput: enqueue ``--jobs`` jobs one call each (the peer's ordinary API): a
 ``mark("start")`` job, no-ops, a ``mark("end")`` job; then start the peer's
 worker and time from the start mark to the end mark (each mark records the time
 it ran). Every peer's no-op does nothing; the two marks are one SET each.
+
+incr (Huey): ``--jobs`` jobs of one ``INCR`` each (``common.incr``, the body
+django-emq's side runs too), then the worker; timed from the first INCR to the
+last, as the jobs record them.
 
 io: ``--jobs`` jobs that wait ``--ms`` each, ``--threads`` at once: arq's
 coroutine jobs (``max_jobs``), timed from the results arq keeps; a threaded
@@ -38,7 +43,15 @@ if __name__ == "__main__":  # run as a script: import bench.peers from this chec
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.peers import common
-from bench.peers.procs import WorkerProcess, fairness_probe, flush, parse_runs, used_memory
+from bench.peers.procs import (
+    WorkerProcess,
+    children_cpu,
+    fairness_probe,
+    flush,
+    parse_runs,
+    server_cpu,
+    used_memory,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -228,6 +241,44 @@ def throughput(peer: Peer, jobs: int, processes: int, threads: int, log: Path) -
     return result
 
 
+def incr(peer: Peer, jobs: int, threads: int, log: Path) -> dict[str, Any]:
+    """``jobs`` jobs of one ``INCR`` each (``common.incr``), enqueued one call each,
+    then the peer's worker started; jobs/s from the first INCR to the last (the
+    jobs record both), so the worker's start-up is not counted. Also the CPU the
+    worker process spent per job (its whole life, start-up included) and the
+    server's while the worker ran."""
+    client = common.client()
+    flush(client)
+    for _ in range(jobs):
+        peer.enqueue("incr", jobs)
+    cpu, server = children_cpu(), server_cpu(client)
+    worker = WorkerProcess(peer.worker(1, threads), log, _env(), ROOT).start()
+    deadline = time.monotonic() + 600
+    error = None
+    while common.incr_rate(client, jobs)[2] is None:
+        if not worker.running():
+            error = f"worker exited (code {worker.proc and worker.proc.returncode}) early"
+            break
+        if time.monotonic() > deadline:
+            error = "timed out after 600 s"
+            break
+        time.sleep(0.01)
+    worker.stop(peer.stop_signal)
+    done, span, rate = common.incr_rate(client, jobs)
+    result: dict[str, Any] = {
+        "peer": peer.name, "version": version(peer.dist), "jobs": jobs, "done": done,
+        "error": error,
+        "worker_cpu_us_per_job": round((children_cpu() - cpu) / jobs * 1e6, 1),
+        "server_cpu_us_per_job": round((server_cpu(client) - server) / jobs * 1e6, 1),
+    }  # fmt: skip
+    if rate is not None and span is not None and error is None:
+        result["span_s"] = round(span, 3)
+        result["jobs_per_s"] = round(rate, 1)
+    else:
+        result["tail"] = worker.tail()
+    return result
+
+
 def io_async(jobs: int, ms: float, max_jobs: int, log: Path) -> dict[str, Any]:
     """arq: ``jobs`` coroutine jobs that await ``ms`` ms, one burst worker with
     ``max_jobs``; jobs/s from the first job's start to the last one's finish (the
@@ -367,7 +418,7 @@ def memory(jobs: int) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("mode", choices=["throughput", "fairness", "memory", "io"])
+    parser.add_argument("mode", choices=["throughput", "incr", "fairness", "memory", "io"])
     parser.add_argument("peer", choices=sorted([*PEERS, "arq"]))
     parser.add_argument("--url", required=True, help="redis:// URL of the benchmark's server")
     parser.add_argument("--jobs", type=int, default=20_000)
@@ -390,6 +441,10 @@ def main() -> int:
         parser.error("arq is measured in io mode only")
     elif args.mode == "throughput":
         result = throughput(PEERS[args.peer](), args.jobs, args.processes, args.threads, args.log)
+    elif args.mode == "incr":
+        if args.peer != "huey":
+            parser.error("incr is measured for huey only")
+        result = incr(PEERS[args.peer](), args.jobs, args.threads, args.log)
     elif args.peer != "rq":
         parser.error(f"{args.mode} is measured for rq only")
     elif args.mode == "fairness":

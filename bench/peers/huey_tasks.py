@@ -17,3 +17,9 @@ def noop(n: int = 0) -> None:
 @huey.task()
 def mark(name: str) -> None:
     common.mark(name)
+
+
+@huey.task()
+def incr(total: int) -> None:
+    """One ``INCR`` (``common.incr``: the same body as ``bench.tasks.incr``)."""
+    common.incr(common.client(), total)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -98,6 +99,20 @@ def flush(client: redis.Redis) -> None:
         if not int(info.get("lazyfree_pending_objects", 0)):
             return
         time.sleep(0.01)
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's children that have ended
+    and been waited for: read before a worker starts and after it stopped, the
+    difference is that worker's whole life, start-up included."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def server_cpu(client: redis.Redis) -> float:
+    """CPU seconds (user + system) the server has spent since it started."""
+    info: dict[str, Any] = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def used_memory(client: redis.Redis) -> int:

@@ -2,18 +2,16 @@
 tasks on the event loop, sync tasks on the threads), and hands outcomes on.
 
 A worker of ``concurrency`` N holds at most N + ``window`` jobs: the window
-lets it claim short jobs ahead (up to ``prefetch`` - 1 of them) while the
-jobs it runs take well under :data:`BATCH_TARGET`; for longer jobs it is 0,
+lets it claim short jobs ahead (up to ``prefetch`` - 1 of them, as many as
+its N slots run in :data:`BATCH_TARGET`); for jobs that take that long it is 0,
 so a claim asks for exactly the slots that are free. Every job is checked
 just before it starts: one whose lease is not surely still this worker's
 (lost, or its deadline close by the worker's own clock) is handed back
 instead (:meth:`~django_emq.worker.jobs.Job.may_start`).
 
-Sync jobs go to the threads in chunks: while jobs are very short (well under
-:data:`CHUNK_TARGET`), several jobs of one claim go to one thread together,
-which runs them in turn (one hand-off to the thread per chunk, not per job;
-outcomes come back batched per wake-up of the loop); longer jobs go one by
-one, each to the first free thread.
+Sync jobs go to the threads a claim at a time: they wait in one line, a
+thread that finishes a job takes the next without a hand-off, and outcomes
+come back batched per wake-up of the loop (see :mod:`.threads`).
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ from .execute import (
     is_async,
     load_task,
     result_of,
-    run_chunk,
+    run_jobs,
 )
 from .jobs import Job
 from .logs import job_line
@@ -52,7 +50,7 @@ from .options import Plan
 from .outcomes import CALL_ERRORS, Outcomes, Success
 from .shard import Shard
 from .signals import listening, send_all, send_batch
-from .threads import Finished, Threads
+from .threads import Finished, Take, Threads
 
 logger = logging.getLogger("django_emq.worker")
 
@@ -60,9 +58,6 @@ logger = logging.getLogger("django_emq.worker")
 BATCH_TARGET = 0.01
 #: How much of the lease must be left, by the worker's own clock, for a job to start.
 START_MARGIN = 0.25
-#: Sync jobs handed to one thread together hold about this much work (their
-#: average so far); longer jobs go one per thread.
-CHUNK_TARGET = 0.0005
 
 
 class Core:
@@ -80,9 +75,7 @@ class Core:
         self.suspects = 0
         self.claimed = 0
         self.counts: Counter[str] = Counter()
-        self.window = 0
-        #: Sync jobs handed to a thread at once (see CHUNK_TARGET).
-        self.chunk = 1
+        #: The jobs' average run time so far (seconds; ``None`` before the first).
         self._average: float | None = None
         self._running_async = 0
         self._waiting_async: deque[Job] = deque()
@@ -90,7 +83,7 @@ class Core:
         #: Something changed: a job ended, slots freed, the worker was told to stop.
         self.changed = asyncio.Event()
         self.outcomes = Outcomes(self._recorded, plan.lease_ms, plan.worker_id)
-        self.threads = Threads(plan.threads, self._run_chunk, self._delivered)
+        self.threads = Threads(plan.threads, self._run_jobs, self._delivered)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     async def wait(self, timeout: float | None = None) -> None:
@@ -109,7 +102,7 @@ class Core:
         while stopping, at ``max_jobs``, or while a suspect is held."""
         if self.stopping or self.suspects:
             return 0
-        capacity = self.plan.concurrency + self.window
+        capacity = self.plan.concurrency + self.window()
         free = capacity - self.executing
         if self.plan.max_jobs is not None:
             free = min(free, self.plan.max_jobs - self.claimed)
@@ -135,8 +128,8 @@ class Core:
             self._dispatch(job, sync)
         if self._waiting_async:
             self._start_async()
-        for i in range(0, len(sync), self.chunk):  # sync jobs to the threads, in chunks
-            self.threads.submit(sync[i : i + self.chunk])
+        if sync:
+            self.threads.submit(sync)
 
     def _dispatch(self, job: Job, sync: list[Job]) -> None:
         loaded = load_task(job.claim, self.policy)
@@ -216,9 +209,9 @@ class Core:
         self._ran(job, outcome)
         self._start_async()
 
-    def _run_chunk(self, chunk: deque[Job], finished: Finished) -> None:
-        """On a worker thread (see :func:`.execute.run_chunk`)."""
-        run_chunk(chunk, finished, self.policy, self.margin, lambda: self.stopping)
+    def _run_jobs(self, take: Take, finished: Finished) -> None:
+        """On a worker thread (see :func:`.execute.run_jobs`)."""
+        run_jobs(take, finished, self.policy, self.margin, lambda: self.stopping)
 
     def _delivered(self, done: list[tuple[Job, Outcome | None]]) -> None:
         for job, outcome in done:
@@ -254,14 +247,19 @@ class Core:
         self.changed.set()
 
     def _learn(self, duration: float) -> None:
-        """Claim ahead while jobs are short: the window holds about
-        ``BATCH_TARGET`` of work, at most ``prefetch`` - 1 jobs."""
+        """One more job's run time into the average (:meth:`window` reads it)."""
         last = self._average
-        avg = self._average = duration if last is None else 0.8 * last + 0.2 * duration
-        self.window = min(self.plan.prefetch - 1, int(BATCH_TARGET / max(avg, 1e-5)))
-        # at least two chunks per full claim: slots free up while the second runs
-        half = (self.plan.concurrency + self.window) // 2
-        self.chunk = max(1, min(int(CHUNK_TARGET / max(avg, 1e-6)), half))
+        self._average = duration if last is None else 0.8 * last + 0.2 * duration
+
+    def window(self) -> int:
+        """How many jobs to claim ahead (worked out once per claim, not per job):
+        as many as the ``concurrency`` slots run in about ``BATCH_TARGET``, so
+        they do not run dry while the next claim is on its way; at most
+        ``prefetch`` - 1, none before the first job ran."""
+        if self._average is None:
+            return 0
+        runs = self.plan.concurrency * BATCH_TARGET / max(self._average, 1e-5)
+        return min(self.plan.prefetch - 1, int(runs))
 
     async def _record_failure(self, job: Job, failed: Failed) -> None:
         try:
@@ -277,20 +275,25 @@ class Core:
             self._announce([(job, TaskResultStatus.FAILED, None)])
 
     def _recorded(self, batch: list[Success], refusals: list[Exception | None]) -> None:
-        """Successes recorded (``None``) or refused: settled, announced."""
-        announce = []
+        """Successes recorded (``None``) or refused: settled, announced (the
+        announcements gathered only when something listens)."""
+        announce: list[tuple[Job, TaskResultStatus, Any]] | None = (
+            [] if listening(task_finished) else None
+        )
         with logs.batch():
             for success, error in zip(batch, refusals, strict=True):
                 job = success.job
                 job.settled = True
                 if error is None:
                     self.ended(job, "done")
-                    announce.append((job, TaskResultStatus.SUCCESSFUL, success.value))
+                    if announce is not None:
+                        announce.append((job, TaskResultStatus.SUCCESSFUL, success.value))
                 elif isinstance(error, JobError):
                     self.ended(job, "stale", "lease lost to a newer attempt; outcome refused")
                 else:
                     self.ended(job, "stale", f"the worker failed to record its outcome ({error!r})")
-        self._announce(announce)
+        if announce:
+            self._announce(announce)
 
     def _not_started(self, job: Job) -> None:
         """``job`` will not start (stopping, or its lease is not safe): back to the

@@ -17,7 +17,6 @@ import functools
 import random
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -182,26 +181,23 @@ def execute(
         return failed(exc, claim.token, policy)
 
 
-def run_chunk(
-    chunk: deque[Job],
+def run_jobs(
+    take: Callable[[], Job | None],
     finished: Callable[[Job, Outcome | None], None],
     policy: Policy,
     margin: float,
     stopping: Callable[[], bool],
 ) -> None:
-    """On a worker thread: run the jobs of ``chunk`` in turn (taken from its left
-    one at a time: the loop may take the rest back), telling ``finished`` each
-    one's outcome, or ``None`` for one that may not start (``stopping``, or its
-    lease not surely the worker's for ``margin`` seconds). Database connections
-    are closed before the first job runs and after each one (what ends one job
+    """On a worker thread: run the jobs ``take`` gives, in turn, until it gives
+    none (the line is empty), telling ``finished`` each one's outcome, or
+    ``None`` for one that may not start (``stopping``, or its lease not surely
+    the worker's for ``margin`` seconds). Whether a signal receiver listens is
+    looked at once per run of jobs, not per job. Database connections are
+    closed before the first job runs and after each one (what ends one job
     begins the next: nothing else runs on the thread between them)."""
     signals = listening(task_started)
     fresh = True
-    while True:
-        try:
-            job = chunk.popleft()
-        except IndexError:
-            return
+    while (job := take()) is not None:
         if stopping() or not job.may_start(margin):
             finished(job, None)
             continue
