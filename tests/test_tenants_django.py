@@ -182,6 +182,6 @@ def test_the_snippet_of_docs_tenants_runs_as_written(emq: redis.Redis) -> None:
     request = Request()
     request.user = user  # type: ignore[attr-defined]
     report = Group.objects.create(name="report")  # any saved row: its pk is the argument
-    exec(snippet, {"request": request, "build_report": tasks.record, "report": report})  # noqa: S102
+    exec(snippet, {"request": request, "build_report": tasks.record, "report": report})
     assert engine().tenant_of(lane_for(user)) == lane_for(org)
     assert engine().depth(lane_for(user)) == 2
