@@ -175,3 +175,68 @@ def test_an_operator_finds_reads_retries_and_cancels_jobs_in_a_browser(
     assert dots
     assert all(dot.is_displayed() for dot in dots[:3])
     shot(browser, "admin-charts.png")
+
+
+#: The WCAG contrast ratio of an SVG element's stroke against the page's background.
+STROKE_CONTRAST_JS = """
+const el = document.querySelector(arguments[0]);
+const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+let back = el.closest('div'), bg = [255, 255, 255];
+while (back) {
+  const c = rgb(getComputedStyle(back).backgroundColor);
+  if (c.length === 3 || (c.length === 4 && c[3] > 0)) { bg = c; break; }
+  back = back.parentElement;
+}
+const lum = (c) => {
+  const [r, g, b] = c.slice(0, 3).map((v) => {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+};
+const a = lum(rgb(getComputedStyle(el).stroke)), b = lum(bg);
+return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_charts_fill_the_page_and_read_in_light_and_dark_mode(
+    emq: Any, live_server: Any, browser: WebDriver, settings: Any
+) -> None:
+    """The charts take the content's width (wider than the old fixed 640 px at a
+    1400 px window), the y label lies inside the chart, and every series (the
+    "finished" one included) stands out from the background in both themes."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    make_user("operator", password="s3cret!", staff=True, perms=["view_lanes"])
+    mallory = make_user("mallory")
+    for i in range(12):
+        enqueue_for(mallory, tasks.record, f"m{i}")
+    enqueue_for(mallory, tasks.boom, "m")
+    call_command("run_emq_worker", "--burst", "--lease", "5", verbosity=0)
+    for i in range(5):  # waiting now: the fairness chart has lanes to draw
+        enqueue_for(mallory, tasks.record, f"later{i}")
+    enqueue_for(make_user("bob"), tasks.record, "bob")
+
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/django_emq/job/charts/default/")
+    browser.find_element(By.ID, "id_username").send_keys("operator")
+    browser.find_element(By.ID, "id_password").send_keys("s3cret!")
+    browser.find_element(By.CSS_SELECTOR, 'input[type="submit"]').click()
+    for theme in ("light", "dark"):
+        browser.execute_script(f"localStorage.setItem('theme', '{theme}')")
+        browser.refresh()
+        wait_for(browser, f'html[data-theme="{theme}"] .emq-charts')
+        content = browser.find_element(By.CSS_SELECTOR, ".emq-charts").rect
+        for svg in browser.find_elements(By.CSS_SELECTOR, "figure.emq-chart > svg"):
+            box = svg.rect
+            assert box["width"] > 900, f"{theme}: a chart {box['width']} px wide"
+            assert abs(box["width"] - content["width"]) < 40, "as wide as the content"
+        for label in browser.find_elements(By.CSS_SELECTOR, "text.emq-ymax"):
+            chart = label.find_element(By.XPATH, "ancestor::*[local-name()='svg'][last()]").rect
+            assert label.rect["x"] >= chart["x"], f"{theme}: the y label is cut: {label.text!r}"
+            assert label.text.endswith(("jobs", " s"))
+        for series in ("emq-s1", "emq-s2", "emq-s3"):
+            css = f".emq-charts path.emq-line.{series}"
+            ratio = float(browser.execute_script(STROKE_CONTRAST_JS, css))
+            assert ratio >= 3, f"{theme}: {series} at contrast {ratio:.1f}"
+        shot(browser, f"admin-charts-{theme}.png")
+    browser.execute_script("localStorage.setItem('theme', 'light')")
