@@ -442,7 +442,7 @@ def test_the_detail_lists_in_flight_jobs_with_lease_left_and_attempt(
     assert (c.job_id, c.token) == (ids[0], 2)
     page = html(viewer.get(detail(A)))
     inflight = page[page.index('id="emq-inflight"') : page.index('id="emq-dead"')]
-    assert "1 job in flight" in inflight
+    assert "1 job running" in inflight
     assert c.job_id in inflight
     assert re.search(r'emq-num">2</td>', inflight), "the attempt"
     left = re.search(r"<td>(\d+) s</td>\s*</tr>", inflight)

@@ -240,3 +240,54 @@ def test_the_charts_fill_the_page_and_read_in_light_and_dark_mode(
             assert ratio >= 3, f"{theme}: {series} at contrast {ratio:.1f}"
         shot(browser, f"admin-charts-{theme}.png")
     browser.execute_script("localStorage.setItem('theme', 'light')")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lanes_page_says_running_lays_out_its_rate_form_and_words_empty_lists(
+    emq: Any, live_server: Any, browser: WebDriver, settings: Any
+) -> None:
+    """One word for claimed jobs ("running", never "in flight" or "active"),
+    the rate form on one row under its label, empty lists and a cancelled
+    job in words of their own; light and dark screenshots of the lane."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    make_user("operator", password="s3cret!", staff=True, perms=["manage_lanes"])
+    mallory = make_user("mallory")
+    jobs = [enqueue_for(mallory, tasks.record, f"m{i}") for i in range(3)]
+    base = live_server.url + "/admin/django_emq/"
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/django_emq/job/")
+    browser.find_element(By.ID, "id_username").send_keys("operator")
+    browser.find_element(By.ID, "id_password").send_keys("s3cret!")
+    browser.find_element(By.CSS_SELECTOR, 'input[type="submit"]').click()
+    wait_for(browser, "#emq-job-list")
+    browser.find_element(By.CSS_SELECTOR, 'a.emq-tab[data-state="inflight"]').click()
+    assert wait_for(browser, "#emq-no-jobs").text == "No job is running."
+    assert "in flight" not in browser.find_element(By.TAG_NAME, "body").text.lower()
+
+    browser.get(f"{base}job/default/{jobs[0].id}/")
+    submit(browser, "#emq-cancel")
+    state = browser.find_element(By.ID, "emq-job-state").text
+    assert state.startswith("cancelled — before it ran"), state
+    assert "cancelled before it ran" in browser.find_element(By.ID, "emq-job-attempts").text
+
+    browser.find_element(By.ID, "emq-job-lane").click()
+    wait_for(browser, "#emq-lane-controls")
+    for theme in ("light", "dark"):
+        browser.execute_script(f"localStorage.setItem('theme', '{theme}')")
+        browser.refresh()
+        wait_for(browser, f'html[data-theme="{theme}"] #emq-lane-controls')
+        body = browser.find_element(By.TAG_NAME, "body").text
+        assert "in flight" not in body.lower()
+        assert "0 jobs running" in body.lower()
+        assert "None of this lane\u2019s jobs is running." in body
+        assert "No dead job in this lane." in body
+        count, per = (
+            browser.find_element(By.ID, i).rect for i in ("emq-rate-count", "emq-rate-per")
+        )
+        label = browser.find_element(By.CSS_SELECTOR, 'label[for="emq-rate-count"]').rect
+        help_ = browser.find_element(By.ID, "emq-rate-help").rect
+        assert abs(count["y"] - per["y"]) < 3, "the two rate fields share one row"
+        assert per["x"] > count["x"] + count["width"]
+        assert label["y"] + label["height"] <= count["y"] + 1, "its label above the row"
+        assert help_["y"] >= count["y"] + count["height"] - 1, "the help under the row"
+        shot(browser, f"admin-lane-{theme}.png")
+    browser.execute_script("localStorage.setItem('theme', 'light')")

@@ -26,7 +26,7 @@ from ..engine.shards import AnyQueue
 from ..exceptions import JobNotFound
 from ..models import Job
 from .charts import ChartViews
-from .display import Pager, duration, moment, split_error, worker_alive
+from .display import Pager, duration, moment, split_error, state_word, worker_alive
 from .job_actions import JobActionViews
 from .job_detail import job_facts
 from .lookup import configured_queues, lane_links, user_lanes
@@ -39,7 +39,7 @@ else:  # ModelAdmin is generic for the type checker only
 STATE_TITLES = {
     "pending": gettext_lazy("Next to run"),
     "scheduled": gettext_lazy("Scheduled"),
-    "inflight": gettext_lazy("In flight"),
+    "inflight": gettext_lazy("Running"),
     "dead": gettext_lazy("Dead"),
     "finished": gettext_lazy("Recently finished"),
 }
@@ -194,6 +194,7 @@ class JobAdmin(JobActionViews, ChartViews):
             rows.append(
                 {
                     "job": job,
+                    "state_word": state_word(job.state),
                     "url": self._url("detail", queue, job.job_id),
                     "lane_url": self._lane_url(queue, job.lane) if job.lane else "",
                     "enqueued": moment(job.enqueued_ms),
