@@ -310,7 +310,7 @@ def populate(q: Queue, lanes: int) -> str:
 PAGES: dict[str, Callable[[Client, str], Any]] = {
     "next to run": lambda c, j: c.get(JOBS),
     "scheduled": lambda c, j: c.get(JOBS, {"state": "scheduled"}),
-    "in flight": lambda c, j: c.get(JOBS, {"state": "inflight"}),
+    "running": lambda c, j: c.get(JOBS, {"state": "inflight"}),
     "dead": lambda c, j: c.get(JOBS, {"state": "dead"}),
     "finished, page 2": lambda c, j: c.get(JOBS, {"state": "finished", "page": "2"}),
     "task search": lambda c, j: c.get(JOBS, {"q": "tests.nothing"}),

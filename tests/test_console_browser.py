@@ -25,6 +25,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 from django_emq import enqueue_for
 from django_emq.backend import FairLanesBackend
 from django_emq.engine.rows import attempt_history
+from django_emq.lanes import lane_for
 
 from . import tasks
 from .factories import make_user
@@ -291,3 +292,41 @@ def test_a_lanes_page_says_running_lays_out_its_rate_form_and_words_empty_lists(
         assert help_["y"] >= count["y"] + count["height"] - 1, "the help under the row"
         shot(browser, f"admin-lane-{theme}.png")
     browser.execute_script("localStorage.setItem('theme', 'light')")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lane_list_orders_by_its_headers_in_a_browser(
+    emq: Any, live_server: Any, browser: WebDriver, settings: Any
+) -> None:
+    """Click *Running*: the lanes with running jobs, the most first; click
+    *Oldest job waiting*: the page, the longest waiting first."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    make_user("operator", password="s3cret!", staff=True, perms=["view_lanes"])
+    early, late = make_user("early"), make_user("late")
+    backend = task_backends["default"]
+    assert isinstance(backend, FairLanesBackend)
+    enqueue_for(early, tasks.record, "e0")
+    enqueue_for(early, tasks.record, "e1")
+    assert backend.engine("default").claim(600_000), "early's first job runs"
+    for i in range(4):
+        enqueue_for(late, tasks.record, f"l{i}")
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/django_emq/lane/%3Frefresh%3D0")
+    browser.find_element(By.ID, "id_username").send_keys("operator")
+    browser.find_element(By.ID, "id_password").send_keys("s3cret!")
+    browser.find_element(By.CSS_SELECTOR, 'input[type="submit"]').click()
+    wait_for(browser, "tr.emq-lane")
+
+    def order() -> list[str]:
+        return [
+            str(row.get_attribute("data-lane"))
+            for row in browser.find_elements(By.CSS_SELECTOR, "tr.emq-lane")
+        ]
+
+    assert order() == [lane_for(late), lane_for(early)], "deepest first"
+    browser.find_element(By.CSS_SELECTOR, "#emq-sort-running a").click()
+    wait_for(browser, '#emq-sort-running[aria-sort="descending"]')
+    assert order() == [lane_for(early)]
+    browser.find_element(By.CSS_SELECTOR, "#emq-sort-oldest a").click()
+    wait_for(browser, '#emq-sort-oldest[aria-sort="descending"]')
+    assert order() == [lane_for(early), lane_for(late)]
+    shot(browser, "admin-lanes-by-oldest.png")
