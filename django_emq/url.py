@@ -67,7 +67,7 @@ def normalize_url(url: str) -> str:
     target = SCHEMES.get(scheme.lower()) if sep else None
     if target is None:
         accepted = ", ".join(f"{s}://" for s in (*SCHEMES, *CLUSTER_SCHEMES))
-        raise ValueError(f"{_redact(url)!r} is not a server URL: use one of {accepted}")
+        raise ValueError(f"{redact(url)!r} is not a server URL: use one of {accepted}")
     return f"{target}://{rest}"
 
 
@@ -80,7 +80,7 @@ def parse_cluster_url(url: str) -> ClusterURL:
     scheme, _, rest = url.partition("://")
     target = CLUSTER_SCHEMES.get(scheme.lower())
     if target is None:
-        raise ValueError(f"{_redact(url)!r} is not a cluster URL")
+        raise ValueError(f"{redact(url)!r} is not a cluster URL")
     end = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
     netloc, tail = rest[:end], rest[end:]
     userinfo, at, hosts = netloc.rpartition("@")
@@ -89,14 +89,14 @@ def parse_cluster_url(url: str) -> ClusterURL:
         host, colon, port = seed.strip().rpartition(":")
         if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError(
-                f"{_redact(url)!r}: seed node {seed.strip()!r} is not host:port "
+                f"{redact(url)!r}: seed node {seed.strip()!r} is not host:port "
                 "(separate several seeds with commas)"
             )
         seeds.append((host.strip("[]"), int(port)))
     first = f"{seeds[0][0]}:{seeds[0][1]}"
     options = connection_kwargs(f"{target}://{userinfo}{at}{first}{tail}")
     if options.pop("db", 0) != 0:
-        raise ValueError(f"{_redact(url)!r}: a cluster has only database 0")
+        raise ValueError(f"{redact(url)!r}: a cluster has only database 0")
     for name in ("host", "port"):
         options.pop(name, None)
     return ClusterURL(tuple(seeds), options)
@@ -118,11 +118,11 @@ def connection_kwargs(url: str) -> dict[str, Any]:
     try:
         kwargs: dict[str, Any] = parse_url(normalize_url(url))  # type: ignore[no-untyped-call]
     except ValueError as exc:
-        raise ValueError(f"{_redact(url)!r}: {exc}") from None
+        raise ValueError(f"{redact(url)!r}: {exc}") from None
     return kwargs
 
 
-def _redact(url: str) -> str:
+def redact(url: str) -> str:
     """``url`` with any password replaced, for error messages."""
     url = _QUERY_PASSWORD.sub(r"\1***", url)
     scheme, sep, rest = url.partition("://")

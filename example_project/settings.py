@@ -13,6 +13,7 @@ Development needs nothing set: ``DEBUG`` is on, the database is SQLite under
 | ``VAR_DIR`` | ``<repo>/var``: the database, the embedded Valkey, demo logs |
 | ``DATABASE_URL`` | ``sqlite:///<VAR_DIR>/db.sqlite3`` |
 | ``EMQ_URL`` | unset: the embedded Valkey under ``<VAR_DIR>/emq`` (DEBUG only) |
+| ``EMQ_METRICS_TOKEN`` | unset: ``/emq/metrics`` opens to staff with ``view_lanes`` only |
 | ``GAME_SCORING_SECONDS`` | ``0.05``: how long scoring one guess "thinks" |
 """
 
@@ -127,6 +128,8 @@ EMQ: dict[str, Any] = {
     "EMBEDDED_DIR": VAR_DIR / "emq",
     # Short enough that a killed demo worker's jobs come back quickly.
     "LEASE": env.float("EMQ_LEASE", default=30.0),
+    # Set: Prometheus scrapes /emq/metrics with this bearer token (docs/metrics.md).
+    "METRICS_TOKEN": env.str("EMQ_METRICS_TOKEN", default=None),
 }
 
 TASKS = {

@@ -76,6 +76,45 @@ def test_each_state_lists_its_jobs(q: Queue, viewer: Client) -> None:
     assert {running.job_id, done.job_id} == {a[0], b[0]}
 
 
+def heading(page: str) -> str:
+    found = re.search(r'<span id="emq-search-heading">(.*?)</span>', page, re.S)
+    assert found, "no search heading"
+    return found.group(1)
+
+
+def test_a_task_search_heading_counts_what_it_found_and_pages_past_the_first_page(
+    q: Queue, viewer: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fewer than a page: the count. More than a page: "1-5, and more" and a
+    next page, whose heading knows the count once the last hit is in sight."""
+    monkeypatch.setattr(JobAdmin, "jobs_per_page", 5)
+    fill(q, A, 7)
+    done = []
+    for _ in range(7):
+        claim = claim_one(q)
+        q.complete(claim.job_id, claim.token)
+        done.append(claim.job_id)
+    first = html(viewer.get(JOBS, {"q": "tests.tasks."}))
+    assert heading(first) == "Jobs whose task path starts with “tests.tasks.”: 1\u20135, and more"
+    assert len(listed(first)) == 5
+    assert 'id="emq-search-window"' in first, "it says which jobs a search reads"
+    assert "pending jobs are found by their lane" in first
+    next_url = re.search(r'<a href="([^"]*)" rel="next">', first)
+    assert next_url, "a next page"
+    second = html(viewer.get(JOBS + next_url.group(1).replace("&amp;", "&")))
+    assert heading(second) == "Jobs whose task path starts with “tests.tasks.”: 6\u20137 of 7"
+    assert set(listed(first) + listed(second)) == set(done)
+    assert 'rel="next"' not in second
+    assert 'rel="prev"' in second
+    monkeypatch.setattr(JobAdmin, "jobs_per_page", 10)
+    few = html(viewer.get(JOBS, {"q": "tests.tasks."}))
+    assert heading(few) == "7 jobs whose task path starts with “tests.tasks.”"
+    assert 'id="emq-search-pager"' not in few
+    none = html(viewer.get(JOBS, {"q": "other.module"}))
+    assert heading(none) == "0 jobs whose task path starts with “other.module”"
+    assert "among the jobs a search reads" in none
+
+
 def test_an_unknown_state_or_queue_is_not_found(q: Queue, viewer: Client) -> None:
     assert viewer.get(JOBS, {"state": "nope"}).status_code == 404
     assert viewer.get(JOBS, {"queue": "nope"}).status_code == 404
@@ -271,10 +310,11 @@ def populate(q: Queue, lanes: int) -> str:
 PAGES: dict[str, Callable[[Client, str], Any]] = {
     "next to run": lambda c, j: c.get(JOBS),
     "scheduled": lambda c, j: c.get(JOBS, {"state": "scheduled"}),
-    "in flight": lambda c, j: c.get(JOBS, {"state": "inflight"}),
+    "running": lambda c, j: c.get(JOBS, {"state": "inflight"}),
     "dead": lambda c, j: c.get(JOBS, {"state": "dead"}),
     "finished, page 2": lambda c, j: c.get(JOBS, {"state": "finished", "page": "2"}),
     "task search": lambda c, j: c.get(JOBS, {"q": "tests.nothing"}),
+    "task search, page 3": lambda c, j: c.get(JOBS, {"q": "tests.", "page": "3"}),
     "job page": lambda c, j: c.get(job_url(j)),
     "workers": lambda c, j: c.get(JOBS + "workers/"),
     "charts": lambda c, j: c.get(JOBS + "charts/default/"),

@@ -25,6 +25,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 from django_emq import enqueue_for
 from django_emq.backend import FairLanesBackend
 from django_emq.engine.rows import attempt_history
+from django_emq.lanes import lane_for
 
 from . import tasks
 from .factories import make_user
@@ -175,3 +176,157 @@ def test_an_operator_finds_reads_retries_and_cancels_jobs_in_a_browser(
     assert dots
     assert all(dot.is_displayed() for dot in dots[:3])
     shot(browser, "admin-charts.png")
+
+
+#: The WCAG contrast ratio of an SVG element's stroke against the page's background.
+STROKE_CONTRAST_JS = """
+const el = document.querySelector(arguments[0]);
+const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+let back = el.closest('div'), bg = [255, 255, 255];
+while (back) {
+  const c = rgb(getComputedStyle(back).backgroundColor);
+  if (c.length === 3 || (c.length === 4 && c[3] > 0)) { bg = c; break; }
+  back = back.parentElement;
+}
+const lum = (c) => {
+  const [r, g, b] = c.slice(0, 3).map((v) => {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+};
+const a = lum(rgb(getComputedStyle(el).stroke)), b = lum(bg);
+return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_charts_fill_the_page_and_read_in_light_and_dark_mode(
+    emq: Any, live_server: Any, browser: WebDriver, settings: Any
+) -> None:
+    """The charts take the content's width (wider than the old fixed 640 px at a
+    1400 px window), the y label lies inside the chart, and every series (the
+    "finished" one included) stands out from the background in both themes."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    make_user("operator", password="s3cret!", staff=True, perms=["view_lanes"])
+    mallory = make_user("mallory")
+    for i in range(12):
+        enqueue_for(mallory, tasks.record, f"m{i}")
+    enqueue_for(mallory, tasks.boom, "m")
+    call_command("run_emq_worker", "--burst", "--lease", "5", verbosity=0)
+    for i in range(5):  # waiting now: the fairness chart has lanes to draw
+        enqueue_for(mallory, tasks.record, f"later{i}")
+    enqueue_for(make_user("bob"), tasks.record, "bob")
+
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/django_emq/job/charts/default/")
+    browser.find_element(By.ID, "id_username").send_keys("operator")
+    browser.find_element(By.ID, "id_password").send_keys("s3cret!")
+    browser.find_element(By.CSS_SELECTOR, 'input[type="submit"]').click()
+    for theme in ("light", "dark"):
+        browser.execute_script(f"localStorage.setItem('theme', '{theme}')")
+        browser.refresh()
+        wait_for(browser, f'html[data-theme="{theme}"] .emq-charts')
+        content = browser.find_element(By.CSS_SELECTOR, ".emq-charts").rect
+        for svg in browser.find_elements(By.CSS_SELECTOR, "figure.emq-chart > svg"):
+            box = svg.rect
+            assert box["width"] > 900, f"{theme}: a chart {box['width']} px wide"
+            assert abs(box["width"] - content["width"]) < 40, "as wide as the content"
+        for label in browser.find_elements(By.CSS_SELECTOR, "text.emq-ymax"):
+            chart = label.find_element(By.XPATH, "ancestor::*[local-name()='svg'][last()]").rect
+            assert label.rect["x"] >= chart["x"], f"{theme}: the y label is cut: {label.text!r}"
+            assert label.text.endswith(("jobs", " s"))
+        for series in ("emq-s1", "emq-s2", "emq-s3"):
+            css = f".emq-charts path.emq-line.{series}"
+            ratio = float(browser.execute_script(STROKE_CONTRAST_JS, css))
+            assert ratio >= 3, f"{theme}: {series} at contrast {ratio:.1f}"
+        shot(browser, f"admin-charts-{theme}.png")
+    browser.execute_script("localStorage.setItem('theme', 'light')")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lanes_page_says_running_lays_out_its_rate_form_and_words_empty_lists(
+    emq: Any, live_server: Any, browser: WebDriver, settings: Any
+) -> None:
+    """One word for claimed jobs ("running", never "in flight" or "active"),
+    the rate form on one row under its label, empty lists and a cancelled
+    job in words of their own; light and dark screenshots of the lane."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    make_user("operator", password="s3cret!", staff=True, perms=["manage_lanes"])
+    mallory = make_user("mallory")
+    jobs = [enqueue_for(mallory, tasks.record, f"m{i}") for i in range(3)]
+    base = live_server.url + "/admin/django_emq/"
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/django_emq/job/")
+    browser.find_element(By.ID, "id_username").send_keys("operator")
+    browser.find_element(By.ID, "id_password").send_keys("s3cret!")
+    browser.find_element(By.CSS_SELECTOR, 'input[type="submit"]').click()
+    wait_for(browser, "#emq-job-list")
+    browser.find_element(By.CSS_SELECTOR, 'a.emq-tab[data-state="inflight"]').click()
+    assert wait_for(browser, "#emq-no-jobs").text == "No job is running."
+    assert "in flight" not in browser.find_element(By.TAG_NAME, "body").text.lower()
+
+    browser.get(f"{base}job/default/{jobs[0].id}/")
+    submit(browser, "#emq-cancel")
+    state = browser.find_element(By.ID, "emq-job-state").text
+    assert state.startswith("cancelled — before it ran"), state
+    assert "cancelled before it ran" in browser.find_element(By.ID, "emq-job-attempts").text
+
+    browser.find_element(By.ID, "emq-job-lane").click()
+    wait_for(browser, "#emq-lane-controls")
+    for theme in ("light", "dark"):
+        browser.execute_script(f"localStorage.setItem('theme', '{theme}')")
+        browser.refresh()
+        wait_for(browser, f'html[data-theme="{theme}"] #emq-lane-controls')
+        body = browser.find_element(By.TAG_NAME, "body").text
+        assert "in flight" not in body.lower()
+        assert "0 jobs running" in body.lower()
+        assert "None of this lane\u2019s jobs is running." in body
+        assert "No dead job in this lane." in body
+        count, per = (
+            browser.find_element(By.ID, i).rect for i in ("emq-rate-count", "emq-rate-per")
+        )
+        label = browser.find_element(By.CSS_SELECTOR, 'label[for="emq-rate-count"]').rect
+        help_ = browser.find_element(By.ID, "emq-rate-help").rect
+        assert abs(count["y"] - per["y"]) < 3, "the two rate fields share one row"
+        assert per["x"] > count["x"] + count["width"]
+        assert label["y"] + label["height"] <= count["y"] + 1, "its label above the row"
+        assert help_["y"] >= count["y"] + count["height"] - 1, "the help under the row"
+        shot(browser, f"admin-lane-{theme}.png")
+    browser.execute_script("localStorage.setItem('theme', 'light')")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lane_list_orders_by_its_headers_in_a_browser(
+    emq: Any, live_server: Any, browser: WebDriver, settings: Any
+) -> None:
+    """Click *Running*: the lanes with running jobs, the most first; click
+    *Oldest job waiting*: the page, the longest waiting first."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    make_user("operator", password="s3cret!", staff=True, perms=["view_lanes"])
+    early, late = make_user("early"), make_user("late")
+    backend = task_backends["default"]
+    assert isinstance(backend, FairLanesBackend)
+    enqueue_for(early, tasks.record, "e0")
+    enqueue_for(early, tasks.record, "e1")
+    assert backend.engine("default").claim(600_000), "early's first job runs"
+    for i in range(4):
+        enqueue_for(late, tasks.record, f"l{i}")
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/django_emq/lane/%3Frefresh%3D0")
+    browser.find_element(By.ID, "id_username").send_keys("operator")
+    browser.find_element(By.ID, "id_password").send_keys("s3cret!")
+    browser.find_element(By.CSS_SELECTOR, 'input[type="submit"]').click()
+    wait_for(browser, "tr.emq-lane")
+
+    def order() -> list[str]:
+        return [
+            str(row.get_attribute("data-lane"))
+            for row in browser.find_elements(By.CSS_SELECTOR, "tr.emq-lane")
+        ]
+
+    assert order() == [lane_for(late), lane_for(early)], "deepest first"
+    browser.find_element(By.CSS_SELECTOR, "#emq-sort-running a").click()
+    wait_for(browser, '#emq-sort-running[aria-sort="descending"]')
+    assert order() == [lane_for(early)]
+    browser.find_element(By.CSS_SELECTOR, "#emq-sort-oldest a").click()
+    wait_for(browser, '#emq-sort-oldest[aria-sort="descending"]')
+    assert order() == [lane_for(early), lane_for(late)]
+    shot(browser, "admin-lanes-by-oldest.png")

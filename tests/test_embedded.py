@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import io
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -12,6 +15,8 @@ from pathlib import Path
 
 import pytest
 import redis
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from pytest_django.fixtures import Settings as SettingsWrapper
 
 from django_emq import conf, embedded
@@ -208,3 +213,132 @@ def test_debug_without_url_uses_the_embedded_server(
     settings.EMQ = {"EMBEDDED_DIR": str(emq_dir)}
     assert get_connection().ping()
     assert embedded.is_running(emq_dir)
+
+
+# -- manage.py emq_valkey_status and emq_valkey_stop ----------------------------
+
+
+def manage(*argv: str, settings: SettingsWrapper | None = None) -> tuple[int, str, str]:
+    """Run a command as ``call_command`` does; its exit code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command(*argv, stdout=out, stderr=err)
+    except SystemExit as exit_:
+        return int(exit_.code or 0), out.getvalue(), err.getvalue()
+    except CommandError as exc:
+        return exc.returncode, out.getvalue(), str(exc)
+    return 0, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def embedded_settings(emq_dir: Path, settings: SettingsWrapper) -> Path:
+    """Settings that use the embedded server of ``emq_dir`` (DEBUG, no URL)."""
+    settings.DEBUG = True
+    settings.EMQ = {"EMBEDDED_DIR": str(emq_dir)}
+    return emq_dir
+
+
+def test_status_shows_where_the_embedded_server_runs_and_its_memory(
+    embedded_settings: Path,
+) -> None:
+    embedded.ensure_running(embedded_settings)
+    held = redis.Redis.from_url(embedded.url(embedded_settings))
+    held.set("emq:{q}:x", "y" * 100_000)
+    pid = int((embedded_settings / "valkey.pid").read_text())
+    code, out, _ = manage("emq_valkey_status")
+    held.close()
+    assert code == 0
+    assert "the embedded Valkey server runs" in out
+    assert f"folder  {embedded_settings.resolve()}" in out
+    assert f"socket  {embedded.socket_path(embedded_settings)}" in out
+    assert f"pid     {pid}" in out
+    assert re.search(r"memory  \d+\.\d MiB of data, \d+\.\d MiB resident", out), out
+    assert "keys    1" in out
+    assert "clients 1 connected" in out
+
+
+def test_status_says_so_and_exits_1_when_none_runs(embedded_settings: Path) -> None:
+    code, out, _ = manage("emq_valkey_status")
+    assert code == 1
+    assert f"no embedded Valkey server runs under {embedded_settings.resolve()}" in out
+    assert not embedded.is_running(embedded_settings), "asking does not start it"
+
+
+def test_stop_ends_the_server_and_keeps_its_data(embedded_settings: Path) -> None:
+    client = redis.Redis.from_url(embedded.ensure_running(embedded_settings))
+    client.set("emq:{q}:kept", "1")
+    pid = int((embedded_settings / "valkey.pid").read_text())
+    code, out, _ = manage("emq_valkey_stop")
+    client.close()
+    assert code == 0
+    assert (
+        f"stopped the embedded Valkey server under {embedded_settings.resolve()} (pid {pid})" in out
+    )
+    assert "1 client(s) were connected" in out
+    assert not embedded.is_running(embedded_settings)
+    assert not (embedded_settings / "valkey.pid").exists(), "the server removes it on exit"
+    again = redis.Redis.from_url(embedded.ensure_running(embedded_settings))
+    assert again.get("emq:{q}:kept") == b"1"
+    again.close()
+
+
+def test_stop_when_none_runs_says_there_is_nothing_to_stop(embedded_settings: Path) -> None:
+    code, out, _ = manage("emq_valkey_stop")
+    assert code == 0
+    assert "nothing to stop" in out
+
+
+def test_commands_refuse_a_url_that_points_elsewhere(
+    emq_dir: Path, settings: SettingsWrapper
+) -> None:
+    """EMQ_URL names a server django-emq does not run: neither command touches
+    it, and the message says so, hiding the password; a leftover embedded
+    server under the configured folder is named, with the option that reaches it."""
+    settings.DEBUG = True
+    settings.EMQ = {"URL": "redis://emq:s3cret@valkey.internal:6379/0", "EMBEDDED_DIR": emq_dir}
+    embedded.ensure_running(emq_dir)
+    for command in ("emq_valkey_stop", "emq_valkey_status"):
+        code, _, err = manage(command)
+        assert code == 1
+        assert "points at redis://emq:***@valkey.internal:6379/0" in err
+        assert "s3cret" not in err
+        assert f"--dir {emq_dir}" in err
+    assert embedded.is_running(emq_dir), "refused: nothing stopped"
+    code, out, _ = manage("emq_valkey_stop", "--dir", str(emq_dir))
+    assert code == 0
+    assert "stopped" in out
+    assert not embedded.is_running(emq_dir)
+
+
+def test_commands_say_when_no_server_is_configured(
+    emq_dir: Path, settings: SettingsWrapper
+) -> None:
+    settings.DEBUG = False
+    settings.EMQ = {"EMBEDDED_DIR": emq_dir}
+    code, _, err = manage("emq_valkey_status")
+    assert code == 1
+    assert "no embedded server" in err
+    assert "DEBUG is off" in err
+
+
+def test_manage_py_status_exits_with_its_code(emq_dir: Path) -> None:
+    """The commands as an operator runs them: ``manage.py`` in a shell."""
+    env = {k: v for k, v in os.environ.items() if k != "EMQ_URL"}
+    env.update(
+        DJANGO_SETTINGS_MODULE="tests.settings", EMQ_EMBEDDED_DIR=str(emq_dir), PYTHONPATH=str(ROOT)
+    )
+    run = functools.partial(
+        subprocess.run, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    argv = [sys.executable, "manage.py"]
+    none = run([*argv, "emq_valkey_status", "--dir", str(emq_dir)])
+    assert none.returncode == 1
+    assert "no embedded Valkey server runs" in none.stdout
+    embedded.ensure_running(emq_dir)
+    shown = run([*argv, "emq_valkey_status", "--dir", str(emq_dir)])
+    assert shown.returncode == 0
+    assert "runs" in shown.stdout
+    stopped = run([*argv, "emq_valkey_stop", "--dir", str(emq_dir)])
+    assert stopped.returncode == 0
+    assert "stopped" in stopped.stdout
+    assert not embedded.is_running(emq_dir)

@@ -50,14 +50,25 @@ def test_a_scheduled_job_can_be_cancelled(emq: redis.Redis) -> None:
 
 
 def test_cancel_refuses_unknown_and_finished_jobs(emq: redis.Redis) -> None:
+    """As docs/django.md says: an unknown id raises TaskResultDoesNotExist, an
+    ended job (done, or cancelled already) InvalidJobState; neither writes."""
+    before = emq.dbsize()
     with pytest.raises(TaskResultDoesNotExist):
         cancel("JOB0000000000000000000000")
     with pytest.raises(TaskResultDoesNotExist):
         cancel("not an id")
+    assert emq.dbsize() == before
     result = enqueue_for(A, tasks.record, "x")
     burst()
     with pytest.raises(InvalidJobState):
         cancel(result.id)
+    gone = enqueue_for(A, tasks.record, "y")
+    assert cancel(gone.id) == "cancelled"
+    row = emq.hgetall(f"emq:{{default}}:job:{gone.id}")
+    assert row, "the cancelled job keeps its row"
+    with pytest.raises(InvalidJobState):
+        cancel(gone.id)
+    assert emq.hgetall(f"emq:{{default}}:job:{gone.id}") == row
 
 
 def _wait_for(check: object, what: str) -> None:

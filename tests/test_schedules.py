@@ -5,6 +5,7 @@ settings and registration, and real workers ticking together."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -32,6 +33,21 @@ def ms(moment: datetime) -> int:
 
 def nightly(missed: str = "once") -> Schedule:
     return Schedule("nightly", TASK, "0 3 * * *", A, missed=missed)
+
+
+def test_the_docs_six_field_example_ticks_every_ten_seconds() -> None:
+    """docs/schedules.md's six-field example, read from the page itself, runs
+    as the page says: seconds last, a tick every ten seconds."""
+    page = (Path(__file__).parent.parent / "docs" / "schedules.md").read_text()
+    match = re.search(r'six with seconds last \(`"([^"]+)"`: every ten seconds', page)
+    assert match, "docs/schedules.md no longer shows its six-field example"
+    every_ten = Schedule("every-ten", TASK, match.group(1), A)
+    start = T0 + timedelta(seconds=3)
+    ticks = [every_ten.next_after(start)]
+    for _ in range(3):
+        ticks.append(every_ten.next_after(ticks[-1]))
+    assert [t - T0 for t in ticks] == [timedelta(seconds=s) for s in (10, 20, 30, 40)]
+    assert every_ten.due(ms(T0), T0 + timedelta(seconds=12)) == ms(T0 + timedelta(seconds=10))
 
 
 # -- the missed-ticks policy, on its own --------------------------------------------

@@ -165,3 +165,23 @@ def test_the_admin_shows_each_lanes_tenant_and_filters_by_tenant(
     assert listing.count('class="emq-tenant-row"') == 1
     lane_page = viewer.get(f"{LIST}default/{lane_id('USR', 50)}/").content.decode()
     assert f'<td id="emq-tenant">{org}</td>' in lane_page
+
+
+@pytest.mark.django_db
+def test_the_snippet_of_docs_tenants_runs_as_written(emq: redis.Redis) -> None:
+    """docs/tenants.md's "Using it" snippet, read from the page and run with only
+    the names it does not import itself (a request, a task, a report)."""
+    page = (Path(__file__).parent.parent / "docs" / "tenants.md").read_text()
+    snippet = page.split("## Using it", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    user, org = make_user(), Group.objects.create(name="acme")
+    user.organization = org  # type: ignore[attr-defined]
+
+    class Request:
+        """What the snippet reads of a request: its user."""
+
+    request = Request()
+    request.user = user  # type: ignore[attr-defined]
+    report = Group.objects.create(name="report")  # any saved row: its pk is the argument
+    exec(snippet, {"request": request, "build_report": tasks.record, "report": report})
+    assert engine().tenant_of(lane_for(user)) == lane_for(org)
+    assert engine().depth(lane_for(user)) == 2

@@ -62,7 +62,7 @@ class CeilingForm(forms.Form):
         required=False,
         min_value=1,
         max_value=1_000_000,
-        help_text=gettext_lazy("Most jobs of the lane in flight at once; blank removes it."),
+        help_text=gettext_lazy("Most jobs of the lane running at once; blank removes it."),
     )
 
 

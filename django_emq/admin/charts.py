@@ -91,6 +91,7 @@ class ChartViews(ConsoleAdmin):
             [(info.lane, _seconds(history.percentile(waits[info.lane], 0.95))) for info in lanes],
             _seconds(queue_p95 if queue_p95 is not None else overall),
             _("s"),
+            empty=_("No lane has pending jobs now: nothing to compare."),
         )
         context = self._context(
             request,

@@ -10,19 +10,38 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 # One owner of moments and of the task-error record: django_emq.results.
 from ..results import error_parts as split_error
 from ..results import moment
 
 __all__ = ["Pager", "cut_traceback", "duration", "error_message", "moment", "short_duration",
-           "split_error", "worker_alive"]  # fmt: skip
+           "split_error", "state_word", "worker_alive"]  # fmt: skip
 
 #: Characters of a traceback a page shows (a row may hold megabytes).
 TRACEBACK_SHOWN = 20_000
 
 #: A worker whose last beat is older than this (ms) is shown as gone.
 ALIVE_MS = 60_000
+
+
+#: A job's state as every page words it: the engine's ``active`` is "running"
+#: (never "in flight" or "active"), so the console says one thing one way.
+STATE_WORDS = {
+    "pending": gettext_lazy("pending"),
+    "scheduled": gettext_lazy("scheduled"),
+    "active": gettext_lazy("running"),
+    "done": gettext_lazy("done"),
+    "failed": gettext_lazy("failed"),
+    "dead": gettext_lazy("dead"),
+    "cancelled": gettext_lazy("cancelled"),
+}
+
+
+def state_word(state: str) -> str:
+    """``state`` (the engine's word) as the console shows it."""
+    return str(STATE_WORDS.get(state, state))
 
 
 def worker_alive(beat_ms: int | None, server_ms: int) -> bool:

@@ -21,6 +21,7 @@ from .display import (
     moment,
     short_duration,
     split_error,
+    state_word,
     worker_alive,
 )
 
@@ -172,6 +173,7 @@ def job_facts(
     progress = parse_progress(row.get(Row.PROGRESS))
     return {
         "state": row.get(Row.STATE, ""),
+        "state_word": state_word(row.get(Row.STATE, "")),
         "task": row.get(Row.TASK, ""),
         "lane": row.get(Row.LANE, ""),
         "token": _int(row.get(Row.ATTEMPTS)) or 0,

@@ -26,7 +26,7 @@ from ..engine.shards import AnyQueue
 from ..exceptions import JobNotFound
 from ..models import Job
 from .charts import ChartViews
-from .display import Pager, duration, moment, split_error, worker_alive
+from .display import Pager, duration, moment, split_error, state_word, worker_alive
 from .job_actions import JobActionViews
 from .job_detail import job_facts
 from .lookup import configured_queues, lane_links, user_lanes
@@ -39,10 +39,25 @@ else:  # ModelAdmin is generic for the type checker only
 STATE_TITLES = {
     "pending": gettext_lazy("Next to run"),
     "scheduled": gettext_lazy("Scheduled"),
-    "inflight": gettext_lazy("In flight"),
+    "inflight": gettext_lazy("Running"),
     "dead": gettext_lazy("Dead"),
     "finished": gettext_lazy("Recently finished"),
 }
+
+
+def _search_window() -> str:
+    """Which jobs a task search reads, in words (from the engine's window)."""
+    window = listing.SEARCH_WINDOW
+    return _(
+        "the latest %(finished)s finished jobs and up to %(dead)s dead, "
+        "%(scheduled)s scheduled and %(running)s running ones; pending jobs are "
+        "found by their lane"
+    ) % {
+        "finished": f"{window['finished']:,}",
+        "dead": f"{window['dead']:,}",
+        "scheduled": f"{window['scheduled']:,}",
+        "running": f"{window['inflight']:,}",
+    }
 
 
 @admin.register(Job)
@@ -53,6 +68,9 @@ class JobAdmin(JobActionViews, ChartViews):
     jobs_per_page = 50
     #: Most users a search by username or email may find.
     search_limit = 20
+    #: Pages a task search goes to: the rows it reads grow with the page (the
+    #: round trips do not), so they stop here.
+    search_pages = 20
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
@@ -118,11 +136,27 @@ class JobAdmin(JobActionViews, ChartViews):
         if state not in STATE_TITLES:
             raise Http404(_("No job state %(state)s.") % {"state": state})
         query = request.GET.get("q", "").strip()
+        search: dict[str, Any] | None = None
         if query:
-            found = self._search(queue, query)
+            per = self.jobs_per_page
+            number = min(Pager.requested(request.GET.get("page")), self.search_pages)
+            found = self._search(queue, query, number * per + 1)  # one more: are there more?
             if isinstance(found, str):
                 return redirect(found)
-            page = listing.Listing(found, len(found), 0)
+            shown = found[(number - 1) * per : number * per]
+            more = len(found) > number * per and number < self.search_pages
+            search = {
+                "first": (number - 1) * per + 1 if shown else 0,
+                "last": (number - 1) * per + len(shown),
+                "total": None if len(found) > number * per else len(found),
+                "window": _search_window(),
+                "urls": {
+                    key: "?" + urlencode({"queue": name, "q": query, "page": str(n)})
+                    for key, n in (("previous", number - 1), ("next", number + 1))
+                    if (key == "previous" and n >= 1) or (key == "next" and more)
+                },
+            }
+            page = listing.Listing(shown, len(shown), 0)
             pager = None
         else:
             per = self.jobs_per_page
@@ -159,6 +193,7 @@ class JobAdmin(JobActionViews, ChartViews):
             pager=pager,
             page_urls=self._page_urls(name, state, pager),
             query=query,
+            search=search,
             dead_url=self._url("dead", name, "retry"),
             delete_url=self._url("dead", name, "delete"),
             charts_url=self._url("charts", name),
@@ -167,10 +202,10 @@ class JobAdmin(JobActionViews, ChartViews):
         )
         return TemplateResponse(request, "admin/django_emq/jobs.html", context)
 
-    def _search(self, queue: AnyQueue, query: str) -> str | list[listing.ListedJob]:
+    def _search(self, queue: AnyQueue, query: str, limit: int) -> str | list[listing.ListedJob]:
         """Where a search leads: a job's page (by its id), a lane's page (by its id
-        or its user's username or email), or the jobs whose task path starts
-        with the query."""
+        or its user's username or email), or the first ``limit`` jobs whose task
+        path starts with the query (the same round trips whatever ``limit``)."""
         try:
             job_id = validate_job_id(query)
             if queue.job(job_id) is not None:
@@ -184,7 +219,7 @@ class JobAdmin(JobActionViews, ChartViews):
         lanes = user_lanes(query, self.search_limit)
         if lanes:
             return self._lane_url(queue.name, lanes[0])
-        return listing.find_by_task(queue, query, self.jobs_per_page)
+        return listing.find_by_task(queue, query, limit)
 
     def _rows(self, queue: str, page: listing.Listing) -> list[dict[str, Any]]:
         rows = []
@@ -194,6 +229,7 @@ class JobAdmin(JobActionViews, ChartViews):
             rows.append(
                 {
                     "job": job,
+                    "state_word": state_word(job.state),
                     "url": self._url("detail", queue, job.job_id),
                     "lane_url": self._lane_url(queue, job.lane) if job.lane else "",
                     "enqueued": moment(job.enqueued_ms),

@@ -10,6 +10,7 @@ or by name, never by scanning.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
@@ -24,7 +25,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
 from ..conf import emq_settings
-from ..engine import browse
+from ..engine import browse, listing
 from ..engine.ids import entry_tenant, is_lane, validate_lane, validate_tenant
 from ..engine.queue import LaneInfo
 from ..engine.shards import AnyQueue, home_of
@@ -47,6 +48,13 @@ if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin[Lane]
 else:  # ModelAdmin is generic for the type checker only
     ModelAdmin = admin.ModelAdmin
+
+
+#: The orders of the lane list: by depth (the depth index: every lane), by
+#: running jobs (every lane that has one, counted from the running jobs
+#: themselves, up to ``listing.MAX_PAGE`` of them), by the oldest job waiting
+#: (the lanes of the page shown: no index orders every lane by it).
+SORTS = ("depth", "running", "oldest")
 
 
 @admin.register(Lane)
@@ -110,12 +118,18 @@ class LaneAdmin(ActionViews):
         view = browse.overview(queue, self.ring_preview)
         query = request.GET.get("q", "").strip()
         tenant = _tenant_arg(request.GET.get("tenant"))
+        sort = request.GET.get("sort") if request.GET.get("sort") in SORTS else "depth"
+        sampled = False
         pager = None
         if tenant:  # a tenant's lanes, deepest first (a scan of the lane -> tenant hash)
             named = queue.lanes_named(queue.tenant_lanes(tenant, self.lanes_per_page))
             infos = sorted(named, key=lambda info: -info.depth)
         elif query:
             infos = self._search(queue, query)
+        elif sort == "running":
+            running, sampled = self._running_lanes(queue)
+            pager = Pager.of(request.GET.get("page"), len(running), self.lanes_per_page)
+            infos = queue.lanes_named(running[pager.offset : pager.offset + pager.per_page])
         else:
             pager = Pager.of(request.GET.get("page"), totals[name].lanes, self.lanes_per_page)
             infos = queue.lanes(top=self.lanes_per_page, offset=pager.offset)
@@ -123,6 +137,9 @@ class LaneAdmin(ActionViews):
         damaged = [lane for lane in view.ring_head if not (is_lane(lane) or entry_tenant(lane))]
         damaged += [info.lane for info in infos if not is_lane(info.lane)]
         infos = [info for info in infos if is_lane(info.lane)]
+        rows = self._lane_rows(queue, infos, view.deepest, view.server_ms)
+        if sort == "oldest":  # the page's lanes, the longest waiting first
+            rows.sort(key=lambda row: (row["oldest_ms"] is None, row["oldest_ms"] or 0))
         refresh = request.GET.get("refresh") != "0" and not query
         recent_ms = self.recent_worker_seconds * 1000
         workers = [w for w in view.workers if w.beat_ms and view.server_ms - w.beat_ms <= recent_ms]
@@ -165,7 +182,12 @@ class LaneAdmin(ActionViews):
             ],
             stale_workers=len(view.workers) - len(workers),
             recent_worker_seconds=self.recent_worker_seconds,
-            lanes=self._lane_rows(queue, infos, view.deepest, view.server_ms),
+            lanes=rows,
+            sort=sort,
+            sorts_shown=not (tenant or query),
+            sort_urls={s: self._query_url(request, sort=s, page=None) for s in SORTS},
+            running_sampled=sampled,
+            running_sample=listing.MAX_PAGE,
             schedules=describe(queue, emq_settings().schedules),
             query=query,
             pager=pager,
@@ -217,6 +239,7 @@ class LaneAdmin(ActionViews):
                     ),
                     "bar_max": max(deepest, info.depth, 1),
                     "oldest": None if enqueued is None else duration(server_ms - enqueued),
+                    "oldest_ms": enqueued,
                     "url": self._url("detail", queue.name, info.lane),
                     "pause_url": self._url(
                         "action", queue.name, info.lane, "resume" if info.paused else "pause"
@@ -224,6 +247,16 @@ class LaneAdmin(ActionViews):
                 }
             )
         return rows
+
+    @staticmethod
+    def _running_lanes(queue: AnyQueue) -> tuple[list[str], bool]:
+        """The lanes with running jobs, the most first (ties by name), counted
+        from up to ``listing.MAX_PAGE`` running jobs; and whether there were more
+        running jobs than that (the order then rests on those counted)."""
+        held = listing.jobs_in_state(queue, "inflight", 0, listing.MAX_PAGE)
+        counts = Counter(job.row.lane for job in held.jobs if is_lane(job.row.lane))
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        return [lane for lane, _ in ranked], held.total > len(held.jobs)
 
     @staticmethod
     def _query_url(request: HttpRequest, **changes: str | None) -> str:
