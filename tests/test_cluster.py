@@ -29,10 +29,10 @@ from django_emq import lane, lane_id
 from django_emq.backend import FairLanesBackend
 from django_emq.connection import get_connection, new_connection, reset_connection
 from django_emq.engine import browse
-from django_emq.engine.parking import park, wake_groups
 from django_emq.engine.placement import lane_shard
 from django_emq.engine.queue import Queue
 from django_emq.engine.records import ClaimRequest
+from django_emq.engine.runner import SyncRunner
 from django_emq.engine.shards import ShardedQueue
 from django_emq.exceptions import EnqueueError, StaleToken
 from django_emq.url import check_url, is_cluster_url, parse_cluster_url
@@ -318,11 +318,12 @@ def test_one_blocking_pop_cannot_span_slots_so_a_worker_parks_per_slot(
     keys = [shard.keys.wake for shard in sq.shards] + [other.keys.wake]
     with pytest.raises((redis.ResponseError, RedisClusterException)):
         cc.blpop(keys, timeout=0.01)
-    groups = wake_groups(cc, keys)
+    runner = SyncRunner(cc)
+    groups = runner.wake_groups(keys)
     assert sorted(groups) == sorted([key] for key in keys)
-    assert not park(cc, groups, 0.2)
+    assert not runner.park(groups, 0.2)
     sq.enqueue(riding(S - 1), TASK)  # the last shard's wake list
-    assert park(cc, groups, 30.0)
+    assert runner.park(groups, 30.0)
 
 
 def ran(workers: Workers, label: str) -> bool:
@@ -375,9 +376,10 @@ def test_a_dead_nodes_shard_is_passed_over_while_the_others_are_served(
         while (found := sq.claim_shard(ClaimRequest(LONG_LEASE))) is not None:
             served[sq.shards.index(found[0])] += len(found[1])
         assert served == {0: 4, 2: 4}
-        groups = wake_groups(client, [shard.keys.wake for shard in sq.shards])
+        runner = SyncRunner(client)
+        groups = runner.wake_groups([shard.keys.wake for shard in sq.shards])
         sq.enqueue(riding(2), TASK)
-        assert park(client, groups, 30.0)
+        assert runner.park(groups, 30.0)
         with pytest.raises(EnqueueError, match="could not reach Valkey"):
             sq.enqueue(riding(1), TASK)
         client.close()

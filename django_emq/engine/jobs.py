@@ -14,6 +14,7 @@ from .exceptions import check_code
 from .ids import validate_job_id
 from .keys import QueueKeys
 from .payload import text
+from .runner import SyncRunner
 
 if TYPE_CHECKING:
     from .client import Client
@@ -64,8 +65,7 @@ class JobControl:
     history: int
     connection: Client
 
-    def _run(self, call: calls.Call, client: Any = None) -> Any:
-        raise NotImplementedError
+    runner: SyncRunner
 
     def cancel(self, job_id: str) -> str:
         """Cancel job ``job_id``.
@@ -80,7 +80,7 @@ class JobControl:
         """
         validate_job_id(job_id)
         call = calls.cancel(self.keys, job_id, self.result_ttl_ms, CANCELLED_ERROR, self.history)
-        reply = self._run(call)
+        reply = self.runner.script(call)
         check_code(reply, job_id)
         return text(reply)
 
@@ -88,7 +88,7 @@ class JobControl:
         """Make a scheduled job (deferred, or backing off) due now and move every
         due job into its lane. ``InvalidJobState`` for a job that is not scheduled."""
         validate_job_id(job_id)
-        check_code(self._run(calls.due_now(self.keys, job_id)), job_id)
+        check_code(self.runner.script(calls.due_now(self.keys, job_id)), job_id)
         self.promote()
 
     def promote(self) -> tuple[int, int | None]:
@@ -107,6 +107,8 @@ class JobControl:
             raise ValueError(f"done must be a number from 0 to 1, not {done!r}")
         if not 0 <= done <= 1:
             raise ValueError(f"done must be from 0 to 1, not {done!r}")
-        reply = self._run(calls.progress(self.keys, job_id, float(done), str(note)[:MAX_NOTE]))
+        reply = self.runner.script(
+            calls.progress(self.keys, job_id, float(done), str(note)[:MAX_NOTE])
+        )
         check_code(reply, job_id)
         return bool(reply)
