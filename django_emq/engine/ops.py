@@ -106,17 +106,16 @@ def enqueue(call: Call) -> Op[Enqueued]:
     return Op(call, partial(parse_enqueued, str(call.args[0]), str(call.args[1])))
 
 
+def _claim_args(
+    q: QueueShape, lease_ms: int, turns: int, worker: str, limit: int
+) -> tuple[int, int, str, int, int, str, str]:
+    """A claim's arguments after the keys, as ``calls.claim`` and
+    ``calls.complete_claim`` both take them."""
+    return lease_ms, turns, worker, limit, q.history, rate_arg(q.rate), fairness_arg(q.fairness)
+
+
 def claim(q: QueueShape, lease_ms: int, turns: int, worker: str, limit: int) -> Op[list[Claim]]:
-    call = calls.claim(
-        q.keys,
-        lease_ms,
-        turns,
-        worker,
-        limit,
-        q.history,
-        rate_arg(q.rate),
-        fairness_arg(q.fairness),
-    )
+    call = calls.claim(q.keys, *_claim_args(q, lease_ms, turns, worker, limit))
     return Op(call, parse_claims)
 
 
@@ -160,19 +159,8 @@ def complete_claim(
     limit: int,
 ) -> Op[ClaimedWith]:
     """Record ``encoded`` outcomes, then claim up to ``limit`` jobs (0: none)."""
-    call = calls.complete_claim(
-        q.keys,
-        encoded,
-        q.result_ttl_ms,
-        lease_ms,
-        turns,
-        worker,
-        limit,
-        q.history,
-        rate_arg(q.rate),
-        fairness_arg(q.fairness),
-    )
-    return claimed_with(call)
+    args = _claim_args(q, lease_ms, turns, worker, limit)
+    return claimed_with(calls.complete_claim(q.keys, encoded, q.result_ttl_ms, *args))
 
 
 def retry(q: QueueShape, job_id: str, token: int, error: str, delay_ms: int) -> Op[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from .exceptions import UNAVAILABLE
 
@@ -38,8 +39,8 @@ class Rotation[M]:
         #: index -> monotonic time until which it is taken for empty
         self._empty: dict[int, float] = {}
 
-    def leaves(self) -> list[M]:
-        """Every member, a nested rotation's members in its place."""
+    def leaves(self) -> list[Any]:
+        """Every member, a nested rotation's leaves in its place."""
         return [
             leaf
             for member in self.members
