@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Coroutine, Sequence
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 import redis.asyncio as aredis
@@ -76,8 +76,10 @@ class ScriptBook:
         return self._by_name[call.script][2]
 
 
-def _mapped(exc: Exception) -> Exception:
-    return script_error(exc) if isinstance(exc, ResponseError) else exc
+@cache
+def script_book() -> ScriptBook:
+    """The one :class:`ScriptBook` of this process (its hashes computed once)."""
+    return ScriptBook()
 
 
 class Steps:
@@ -87,7 +89,7 @@ class Steps:
     def __init__(self, client: Any) -> None:
         self.client = client
         self.clustered = isinstance(client, RedisCluster | AsyncRedisCluster)
-        self.book = ScriptBook()
+        self.book = script_book()
 
     async def io(self, sent: Any) -> Any:
         """What the client answered to a command just sent: ``sent`` itself for a
@@ -150,7 +152,7 @@ class Steps:
             again = await self._pipelined([batch[i] for i in missing])
             for i, reply in zip(missing, again, strict=True):
                 replies[i] = reply
-        return [_mapped(reply) if isinstance(reply, Exception) else reply for reply in replies]
+        return [script_error(reply) if isinstance(reply, Exception) else reply for reply in replies]
 
     async def _pipelined(self, batch: Sequence[Call]) -> list[Any]:
         pipe = self.client.pipeline(transaction=False)
