@@ -354,20 +354,26 @@ def test_a_missing_script_is_loaded_on_the_node_of_its_slot_alone(
 # -- idle workers park per slot ---------------------------------------------------------
 
 
+@pytest.mark.parametrize("kind", ["sync", "async"])
 def test_one_blocking_pop_cannot_span_slots_so_a_worker_parks_per_slot(
-    cc: RedisCluster,
+    cluster: ValkeyCluster, cc: RedisCluster, kind: str
 ) -> None:
     sq = ShardedQueue("default", S, connection=cc)
     other = Queue("other", connection=cc)
     keys = [shard.keys.wake for shard in sq.shards] + [other.keys.wake]
     with pytest.raises((redis.ResponseError, RedisClusterException)):
         cc.blpop(keys, timeout=0.01)
-    runner = SyncRunner(cc)
-    groups = runner.wake_groups(keys)
-    assert sorted(groups) == sorted([key] for key in keys)
-    assert not runner.park(groups, 0.2)
-    sq.enqueue(riding(S - 1), TASK)  # the last shard's wake list
-    assert runner.park(groups, 30.0)
+    port = cluster.primaries[0].port
+    runner = both(cc, lambda: AsyncRedisCluster(host="127.0.0.1", port=port), kind)
+    try:
+        groups = runner.wake_groups(keys)
+        assert sorted(groups) == sorted([key] for key in keys)
+        assert not runner.park(groups, 0.2)
+        sq.enqueue(riding(S - 1), TASK)  # the last shard's wake list
+        assert runner.park(groups, 30.0)
+    finally:
+        if isinstance(runner, Blocking):
+            runner.close()
 
 
 def ran(workers: Workers, label: str) -> bool:
