@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Coroutine, Sequence
-from functools import cache, partial
+from functools import cache
 from typing import Any
 
 import redis.asyncio as aredis
@@ -105,7 +105,7 @@ class Steps:
             try:
                 return await self.io(self.client.execute_command(*words))
             except NoScriptError:
-                await self.load(call)
+                await self.load_script(call)
                 return await self.io(self.client.execute_command(*words))
         except ResponseError as exc:
             mapped = script_error(exc)
@@ -113,13 +113,14 @@ class Steps:
                 raise
             raise mapped from exc
 
-    async def load(self, call: Call) -> None:
+    async def load_script(self, call: Call) -> None:
         """Load ``call``'s script where its keys live (on a cluster: that node
         alone, so a primary that is down elsewhere does not stop it)."""
         source = self.book.source(call)
         if self.clustered:
-            node = self.client.get_node_from_key(call.keys[0])
-            await self.io(self.client.execute_command("SCRIPT LOAD", source, target_nodes=node))
+            cluster = self.client
+            node = cluster.get_node_from_key(call.keys[0])
+            await self.io(cluster.execute_command("SCRIPT LOAD", source, target_nodes=node))
         else:
             await self.io(self.client.execute_command("SCRIPT LOAD", source))
 
@@ -148,7 +149,7 @@ class Steps:
                 where = (call.script, call.keys[0] if self.clustered else "")
                 if where not in loaded:
                     loaded.add(where)
-                    await self.load(call)
+                    await self.load_script(call)
             again = await self._pipelined([batch[i] for i in missing])
             for i, reply in zip(missing, again, strict=True):
                 replies[i] = reply
@@ -175,9 +176,9 @@ class Steps:
                 answers.append(exc)
         return answers
 
-    async def command(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        """A plain command by its client method's name (``zcard``, ``blpop``...)."""
-        return await self.io(getattr(self.client, name)(*args, **kwargs))
+    async def blpop(self, keys: list[str], timeout: float) -> Any:
+        """``BLPOP keys timeout``: a wake token, or ``None`` when the time ran out."""
+        return await self.io(self.client.blpop(keys, timeout=timeout))
 
     def wake_groups(self, keys: Sequence[str]) -> list[list[str]]:
         """``keys`` grouped so one ``BLPOP`` may wait on each group (see :mod:`.parking`)."""
@@ -186,7 +187,7 @@ class Steps:
     async def park(self, groups: Sequence[Sequence[str]], timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for a wake token on any group's lists;
         True when one was popped (see :func:`.parking.park`)."""
-        return await parking.park(partial(self.command, "blpop"), groups, timeout)
+        return await parking.park(self.blpop, groups, timeout)
 
 
 class AsyncRunner(Steps):

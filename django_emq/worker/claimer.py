@@ -36,8 +36,8 @@ class Claimer:
         self.plan = core.plan
         self.rotation = rotation
         self.shards: list[Shard] = rotation.leaves()
-        self._park = AsyncRunner(park_client)
-        self._wake = self._park.wake_groups([s.keys.wake for s in self.shards])
+        self._parking = AsyncRunner(park_client)
+        self._wake = self._parking.wake_groups([s.keys.wake for s in self.shards])
         self._outage = 0
         #: A burst run found nothing pending or due, with nothing held.
         self.drained = False
@@ -96,7 +96,7 @@ class Claimer:
 
     async def _park_until_woken(self) -> None:
         try:
-            await self._park.park(self._wake, self.plan.beat_s)
+            await self._parking.park(self._wake, self.plan.beat_s)
         except UNAVAILABLE as exc:
             logger.warning("lost Valkey while parked (%s); retrying", exc)
             await asyncio.sleep(min(self.plan.beat_s, 1.0))

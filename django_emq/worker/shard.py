@@ -85,6 +85,6 @@ class Shard:
         due = await self.promote()
         if due is not None and due <= time.time() * 1000:
             return False
-        if int(await self.runner.command("zcard", self.keys.throttled)):  # rate-limited lanes
+        if int(await self.client.zcard(self.keys.throttled)):  # rate-limited lanes' jobs wait
             return False
-        return int(await self.runner.command("llen", self.keys.ring)) == 0
+        return int(await self.client.llen(self.keys.ring)) == 0
