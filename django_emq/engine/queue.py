@@ -4,7 +4,10 @@ Every state change is one Lua script (see ``django_emq/engine/lua/``); reads are
 plain commands, pipelined so each public call is one round trip. The calls are
 spread over small parts: the keyword forms (``.api``), lane control and dead
 jobs (``.control``), the reads (``.reads``) and the values they speak in
-(``.records``); this module holds the job's path through the queue.
+(``.records``); this module holds the job's path through the queue. Each
+write is an operation of ``.ops`` (what it sends, how its reply reads) run
+by the queue's public ``runner`` (``.runner.SyncRunner``), the same
+operations the worker runs on its async runner.
 """
 
 from __future__ import annotations
