@@ -4,21 +4,30 @@ test here tests what the worker runs, against a real Valkey server."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis
 import redis.asyncio as aredis
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from django_emq.engine import ops
 from django_emq.engine.ops import BATCH
 from django_emq.engine.payload import encode_result
 from django_emq.engine.queue import Queue
-from django_emq.engine.records import Claim
+from django_emq.engine.records import Claim, ClaimRequest
+from django_emq.engine.rotation import Rotation
+from django_emq.engine.runner import AsyncRunner
+from django_emq.engine.shards import claim_in_turn
 from django_emq.exceptions import CorruptKeyspace, JobNotFound, StaleToken
+from django_emq.worker.claimer import claim_in_turn as worker_claim
+from django_emq.worker.shard import Shard, rotation
 
-from .helpers import LONG_LEASE, TASK, fill, lane, sleep_past
+from .helpers import LONG_LEASE, TASK, fill, free_port, lane, sleep_past
 from .runners import Blocking, Runs, both
 
 WORKER = "w:1"
@@ -175,3 +184,44 @@ def test_a_corrupt_key_is_named_by_both_runners(runner: Runs, queue: Queue, r: r
         claim(runner, queue)
     (answer,) = runner.run_many([ops.claim(queue, LONG_LEASE, 1, WORKER, 1)])
     assert isinstance(answer, CorruptKeyspace)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_the_one_rotation_passes_over_a_server_that_is_away(kind: str, r: redis.Redis) -> None:
+    """The API's sharded claims and the worker's claims take their queues in the
+    order of the same Rotation: one whose server is away is passed over, and its
+    error raised only when no queue could answer."""
+    port = free_port()
+    nobody = redis.Redis(port=port, socket_connect_timeout=1, retry=Retry(NoBackoff(), 0))
+    away, here = Queue("q", connection=nobody), Queue("q", connection=r)
+    (job_id,) = fill(here, lane(1), 1)
+    if kind == "sync":
+
+        def turn(queues: list[Queue]) -> list[Claim] | None:
+            found = claim_in_turn(Rotation(queues), ClaimRequest(LONG_LEASE))
+            return None if found is None else found[1]
+
+    else:
+        loop = asyncio.new_event_loop()
+        clients = {
+            id(away): aredis.Redis(
+                port=port, socket_connect_timeout=1, retry=AsyncRetry(NoBackoff(), 0)
+            ),
+            id(here): aredis.Redis(port=r.connection_pool.connection_kwargs["port"]),
+        }
+
+        def turn(queues: list[Queue]) -> list[Claim] | None:
+            shards = [Shard(q, AsyncRunner(clients[id(q)])) for q in queues]
+            found = loop.run_until_complete(worker_claim(rotation(shards), 1, LONG_LEASE, WORKER))
+            return None if found is None else found[1]
+
+    try:
+        assert [c.job_id for c in turn([away, here]) or []] == [job_id]
+        assert turn([away, here]) is None  # the one that answered has nothing left
+        with pytest.raises(redis.ConnectionError):
+            turn([away])
+    finally:
+        if kind == "async":
+            for client in clients.values():
+                loop.run_until_complete(client.aclose())
+            loop.close()
