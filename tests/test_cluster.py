@@ -21,6 +21,7 @@ import redis
 from django.core.checks import run_checks
 from django.core.management import call_command
 from django.tasks import task_backends
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.connection import SSLConnection
 from redis.exceptions import RedisClusterException
@@ -28,11 +29,11 @@ from redis.exceptions import RedisClusterException
 from django_emq import lane, lane_id
 from django_emq.backend import FairLanesBackend
 from django_emq.connection import get_connection, new_connection, reset_connection
-from django_emq.engine import browse
-from django_emq.engine.parking import park, wake_groups
+from django_emq.engine import browse, ops
 from django_emq.engine.placement import lane_shard
 from django_emq.engine.queue import Queue
 from django_emq.engine.records import ClaimRequest
+from django_emq.engine.runner import SyncRunner
 from django_emq.engine.shards import ShardedQueue
 from django_emq.exceptions import EnqueueError, StaleToken
 from django_emq.url import check_url, is_cluster_url, parse_cluster_url
@@ -45,6 +46,7 @@ from tests.test_acl import documented_acl
 
 from .helpers import LONG_LEASE, TASK, sleep_past
 from .invariants import check_invariants
+from .runners import Blocking, both
 
 pytestmark = pytest.mark.slow
 
@@ -307,22 +309,71 @@ def test_the_shards_of_a_queue_live_on_three_primaries(
         check_invariants(shard)
 
 
+# -- both runners route a call to the node of its slot ------------------------------
+
+
+def script_loads(cluster: ValkeyCluster) -> dict[int, int]:
+    """``SCRIPT LOAD`` calls per primary (by port) since the last reset."""
+    loads = {}
+    for node in cluster.primaries:
+        with node.client() as client:
+            stats: dict[str, dict[str, int]] = client.info("commandstats")
+        loads[node.port] = int(stats.get("cmdstat_script|load", {}).get("calls", 0))
+    return loads
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_missing_script_is_loaded_on_the_node_of_its_slot_alone(
+    cluster: ValkeyCluster, cc: RedisCluster, kind: str
+) -> None:
+    q = Queue("default", connection=cc)
+    ids = [
+        e.job_id
+        for e in q.enqueue_many({"lane": lane_id("USR", n), "task_path": TASK} for n in (1, 2))
+    ]
+    port = cluster.primaries[0].port
+    runner = both(cc, lambda: AsyncRedisCluster(host="127.0.0.1", port=port), kind)
+    try:
+        cc.script_flush()
+        for node in cluster.primaries:
+            with node.client() as client:
+                client.config_resetstat()
+        claims = runner.run(ops.claim(q, LONG_LEASE, 2, "w:1", 2))
+        assert [c.job_id for c in claims] == ids
+        owner = cluster.primary_of(q.keys.ring).port
+        assert script_loads(cluster) == {n.port: int(n.port == owner) for n in cluster.primaries}
+        cc.script_flush()  # a pipelined batch: refused, loaded on that node, sent again
+        answers = runner.run_many([ops.extend(q, c.job_id, c.token, LONG_LEASE) for c in claims])
+        assert all(isinstance(answer, int) for answer in answers)
+        assert script_loads(cluster)[owner] == 2
+    finally:
+        if isinstance(runner, Blocking):
+            runner.close()
+
+
 # -- idle workers park per slot ---------------------------------------------------------
 
 
+@pytest.mark.parametrize("kind", ["sync", "async"])
 def test_one_blocking_pop_cannot_span_slots_so_a_worker_parks_per_slot(
-    cc: RedisCluster,
+    cluster: ValkeyCluster, cc: RedisCluster, kind: str
 ) -> None:
     sq = ShardedQueue("default", S, connection=cc)
     other = Queue("other", connection=cc)
     keys = [shard.keys.wake for shard in sq.shards] + [other.keys.wake]
     with pytest.raises((redis.ResponseError, RedisClusterException)):
         cc.blpop(keys, timeout=0.01)
-    groups = wake_groups(cc, keys)
-    assert sorted(groups) == sorted([key] for key in keys)
-    assert not park(cc, groups, 0.2)
-    sq.enqueue(riding(S - 1), TASK)  # the last shard's wake list
-    assert park(cc, groups, 30.0)
+    port = cluster.primaries[0].port
+    runner = both(cc, lambda: AsyncRedisCluster(host="127.0.0.1", port=port), kind)
+    try:
+        groups = runner.wake_groups(keys)
+        assert sorted(groups) == sorted([key] for key in keys)
+        assert not runner.park(groups, 0.2)
+        sq.enqueue(riding(S - 1), TASK)  # the last shard's wake list
+        assert runner.park(groups, 30.0)
+    finally:
+        if isinstance(runner, Blocking):
+            runner.close()
 
 
 def ran(workers: Workers, label: str) -> bool:
@@ -375,9 +426,10 @@ def test_a_dead_nodes_shard_is_passed_over_while_the_others_are_served(
         while (found := sq.claim_shard(ClaimRequest(LONG_LEASE))) is not None:
             served[sq.shards.index(found[0])] += len(found[1])
         assert served == {0: 4, 2: 4}
-        groups = wake_groups(client, [shard.keys.wake for shard in sq.shards])
+        runner = SyncRunner(client)
+        groups = runner.wake_groups([shard.keys.wake for shard in sq.shards])
         sq.enqueue(riding(2), TASK)
-        assert park(client, groups, 30.0)
+        assert runner.park(groups, 30.0)
         with pytest.raises(EnqueueError, match="could not reach Valkey"):
             sq.enqueue(riding(1), TASK)
         client.close()

@@ -164,7 +164,7 @@ def workload(queue: Queue) -> set[str]:
     assert use("record")(record_call) == [None]
     # The worker's one-script hot path: outcomes (none here), then no claim.
     nothing = use("complete_claim_call")([], ClaimRequest(60_000, worker_id="w:1", max_jobs=0))
-    assert queue._run(nothing) == [[], []]
+    assert queue.runner.script(nothing) == [[], []]
     use("set_weight")(A, 2)
     use("set_limit")(B, 1)
     use("set_max_depth")(C, 100)

@@ -93,10 +93,8 @@ def fill(queue: Queue, names: list[str], per_lane: int, served: int | None = Non
 
 def pipelined(queue: Queue, built: Iterable[calls.Call]) -> None:
     """Run many lane-control calls in one round trip (setup only, never measured)."""
-    pipe = queue.connection.pipeline(transaction=False)
-    for call in built:
-        queue._run(call, pipe)
-    pipe.execute()
+    for reply in queue.runner.replies(list(built)):
+        assert not isinstance(reply, Exception), reply
 
 
 def measure(r: redis.Redis, work: Callable[[], Any]) -> Counts:

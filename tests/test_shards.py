@@ -21,7 +21,6 @@ from django_emq import conf, get_queue
 from django_emq.backend import FairLanesBackend
 from django_emq.engine import browse
 from django_emq.engine.ids import lane_id
-from django_emq.engine.parking import park, wake_groups
 from django_emq.engine.placement import (
     MAX_SHARDS,
     job_id_on,
@@ -32,9 +31,11 @@ from django_emq.engine.placement import (
 )
 from django_emq.engine.queue import Queue
 from django_emq.engine.records import ClaimRequest
+from django_emq.engine.rotation import Rotation
+from django_emq.engine.runner import SyncRunner
 from django_emq.engine.shards import (
-    Rotation,
     ShardedQueue,
+    claim_in_turn,
     home_of,
     open_queue,
     shards_of,
@@ -429,23 +430,25 @@ def test_a_rotation_passes_over_a_queue_whose_server_is_away(r: redis.Redis) -> 
     here = Queue("q", connection=r)
     here.enqueue(lane_id("USR", 1), TASK)
     rotation = Rotation([away, here])
-    found = rotation.claim(LONG_LEASE)
+    request = ClaimRequest(LONG_LEASE)
+    found = claim_in_turn(rotation, request)
     assert found is not None
     assert found[0] is here
-    assert rotation.claim(LONG_LEASE) is None  # the one that answered has nothing left
+    assert claim_in_turn(rotation, request) is None  # the one that answered has nothing left
     with pytest.raises(redis.ConnectionError):
-        Rotation([away]).claim(LONG_LEASE)
+        claim_in_turn(Rotation([away]), request)
     with pytest.raises(redis.ConnectionError):
-        Rotation([away, Queue("other", connection=nobody)]).claim(LONG_LEASE)
+        claim_in_turn(Rotation([away, Queue("other", connection=nobody)]), request)
 
 
 def test_one_server_parks_on_every_wake_list_at_once(sq: ShardedQueue, r: redis.Redis) -> None:
     keys = [shard.keys.wake for shard in sq.shards]
-    groups = wake_groups(r, keys)
+    runner = SyncRunner(r)
+    groups = runner.wake_groups(keys)
     assert groups == [keys]
-    assert not park(r, groups, 0.05)
+    assert not runner.park(groups, 0.05)
     fill(sq, lanes_on(1, 1)[0], 1)
-    assert park(r, groups, 5.0)
+    assert runner.park(groups, 5.0)
 
 
 def test_the_overview_interleaves_the_shards_rings(sq: ShardedQueue) -> None:

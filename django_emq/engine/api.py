@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .home import Home
 from .records import Claim, ClaimRequest, Enqueued, JobSpec
-
-if TYPE_CHECKING:
-    from .queue import Queue
 
 
 class QueueAPI:
@@ -29,7 +27,7 @@ class QueueAPI:
     def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
         raise NotImplementedError
 
-    def claim_shard(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
+    def claim_shard(self, request: ClaimRequest) -> tuple[Home, list[Claim]] | None:
         raise NotImplementedError
 
     def enqueue(

@@ -131,7 +131,9 @@ MOST_WORKERS = 1_000
 def read_job(queue: Queue, job_id: str) -> JobView | None:
     """Job ``job_id`` on this shard (``None``: no such job), in one round trip
     (one read-only script, ``read_job-3.lua``)."""
-    raw, clock, beats, deadline = queue._run(calls.read_job(queue.keys, job_id, MOST_WORKERS))
+    raw, clock, beats, deadline = queue.runner.script(
+        calls.read_job(queue.keys, job_id, MOST_WORKERS)
+    )
     if not raw:
         return None
     pairs = iter(raw)

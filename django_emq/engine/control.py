@@ -4,29 +4,29 @@ in batches, so a deep lane never blocks the server)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
-from . import calls
-from .exceptions import check_code
+from . import calls, ops
 from .ids import validate_job_id, validate_lane
 from .keys import QueueKeys
-from .payload import text
+from .ops import BATCH, DeadCall
 from .records import MAX_WEIGHT, positive_int
+from .runner import SyncRunner
 
-#: Batch size of the looping maintenance calls (reap, promote, drain, dead jobs).
-BATCH = 500
+__all__ = ["BATCH", "LaneControl"]
 
 
 class LaneControl:
-    """Pause, resume, ceilings, weights, drain, move, and dead jobs, for ``Queue``."""
+    """Pause, resume, ceilings, weights, drain, move, and dead jobs, for ``Queue``:
+    each an operation of :mod:`.ops` on the queue's runner."""
 
     keys: QueueKeys
     max_expiries: int
     history: int
-
-    def _run(self, call: calls.Call, client: Any = None) -> Any:
-        raise NotImplementedError
+    result_ttl_ms: int
+    rate: tuple[int, int] | None
+    fairness: str
+    runner: SyncRunner
 
     # -- the beat's upkeep ----------------------------------------------------
 
@@ -36,15 +36,7 @@ class LaneControl:
         A job whose lease has expired as many times as its max attempts (its
         worker died or froze every time) is dead instead, with a
         ``LeaseExpired`` error: a poison job does not come back forever."""
-        reaped: list[str] = []
-        while True:
-            batch = [
-                text(i)
-                for i in self._run(calls.reap(self.keys, BATCH, self.max_expiries, self.history))
-            ]
-            reaped += batch
-            if len(batch) < BATCH:
-                return reaped
+        return [job_id for batch in self.runner.run_all(ops.reap(self)) for job_id in batch]
 
     def promote(self) -> tuple[int, int | None]:
         """Move every due scheduled job into its lane, and put every rate-limited
@@ -53,52 +45,40 @@ class LaneControl:
         Returns ``(promoted, next_due_ms)``; ``next_due_ms`` (a job's due time
         or a throttled lane's next slot) is ``None`` when nothing else is due.
         """
-        total = 0
-        while True:
-            count, next_due, lanes = self._run(calls.promote(self.keys, BATCH))
-            total += int(count)
-            if int(count) < BATCH and int(lanes) < BATCH:
-                return total, (None if int(next_due) < 0 else int(next_due))
+        return ops.promoted(self.runner.run_all(ops.promote(self)))
 
     # -- lane control -------------------------------------------------------
 
     def pause(self, lane: str) -> bool:
         """Take the lane off the ring; returns False if it was paused already."""
-        return bool(self._run(calls.pause(self.keys, validate_lane(lane), True)))
+        return self.runner.run(ops.pause(self, validate_lane(lane), True))
 
     def resume(self, lane: str) -> bool:
         """Put a paused lane back; returns False if it was not paused."""
-        return bool(self._run(calls.pause(self.keys, validate_lane(lane), False)))
+        return self.runner.run(ops.pause(self, validate_lane(lane), False))
 
     def set_limit(self, lane: str, ceiling: int | None) -> None:
         """Set the lane's concurrency ceiling (``None`` removes it)."""
         if ceiling is not None:
             positive_int("ceiling", ceiling)
-        self._run(calls.set_limit(self.keys, validate_lane(lane), ceiling))
+        self.runner.run(ops.set_limit(self, validate_lane(lane), ceiling))
 
     def set_weight(self, lane: str, weight: int) -> None:
         """Serve up to ``weight`` of the lane's jobs per turn (1 is the default)."""
         positive_int("weight", weight, MAX_WEIGHT)
-        self._run(calls.set_weight(self.keys, validate_lane(lane), weight))
+        self.runner.run(ops.set_weight(self, validate_lane(lane), weight))
 
     def drain(self, lane: str) -> int:
         """Delete the lane's pending jobs; keeps its settings and in-flight jobs.
         Works in batches, so a deep lane never blocks the server; returns the count."""
-        validate_lane(lane)
-        total = 0
-        while True:
-            deleted, remaining = self._run(calls.drain(self.keys, lane, BATCH))
-            total += int(deleted)
-            if int(remaining) == 0 or int(deleted) == 0:
-                return total
+        batches = self.runner.run_all(ops.drain(self, validate_lane(lane)))
+        return sum(deleted for deleted, _ in batches)
 
     def move(self, job_id: str, lane: str) -> bool:
         """Move a pending or scheduled job to ``lane``, keeping its mint place.
         Returns False if it was in that lane already."""
         validate_job_id(job_id)
-        reply = self._run(calls.move(self.keys, job_id, validate_lane(lane)))
-        check_code(reply, job_id)
-        return bool(reply)
+        return self.runner.run(ops.move(self, job_id, validate_lane(lane)))
 
     # -- dead jobs ----------------------------------------------------------
 
@@ -116,24 +96,16 @@ class LaneControl:
         Returns how many were deleted."""
         return self._dead(calls.delete_dead, job_ids, lane)
 
-    def _dead(
-        self,
-        build: Callable[[QueueKeys, str, int, list[str]], calls.Call],
-        job_ids: Iterable[str] | None,
-        lane: str | None,
-    ) -> int:
+    def _dead(self, build: DeadCall, job_ids: Iterable[str] | None, lane: str | None) -> int:
         lane_arg = "" if lane is None else validate_lane(lane)
-        total = 0
         if job_ids is None:
             if lane is None:
                 raise ValueError("name the dead jobs: give job ids, a lane, or both")
-            while True:  # batches, so a lane with many dead jobs never blocks the server
-                done, remaining = self._run(build(self.keys, lane_arg, BATCH, []))
-                total += int(done)
-                if int(remaining) == 0 or int(done) == 0:
-                    return total
+            # batches, so a lane with many dead jobs never blocks the server
+            return sum(done for done, _ in self.runner.run_all(ops.dead(self, build, lane_arg, [])))
         ids = [validate_job_id(job_id) for job_id in job_ids]
+        total = 0
         for i in range(0, len(ids), BATCH):
-            done, _ = self._run(build(self.keys, lane_arg, BATCH, ids[i : i + BATCH]))
-            total += int(done)
+            done, _ = self.runner.run(ops.dead(self, build, lane_arg, ids[i : i + BATCH]))
+            total += done
         return total

@@ -144,22 +144,22 @@ class Doctor:
         first (its value is none the engine wrote) and the step run again."""
         for _ in range(8):
             try:
-                return self.queue._run(call)
+                return self.queue.runner.script(call)
             except CorruptKeyspace as exc:
                 if not self._repair or exc.key is None:
                     raise
                 self._delete_wrong(exc.key, str(exc))
-        return self.queue._run(call)
+        return self.queue.runner.script(call)
 
     def _delete_wrong(self, key: str, detail: str) -> None:
         kind = expected_type(self.keys, key)
-        if kind is not None and self.queue._run(calls.mend_key(key, kind)):
+        if kind is not None and self.queue.runner.script(calls.mend_key(key, kind)):
             self._report.mended += 1
 
     def _fixed_types(self) -> None:
         for attr, kind in FIXED_KEY_TYPES.items():
             key = getattr(self.keys, attr)
-            if self.queue._run(calls.mend_key(key, kind)):
+            if self.queue.runner.script(calls.mend_key(key, kind)):
                 self._report.add(Finding("type", key, f"not a {kind}: deleted"))
                 self._report.mended += 1
 
@@ -213,7 +213,7 @@ class Doctor:
             self._lanes(sorted(lanes))
 
     def _jobs(self, job_ids: list[str]) -> None:
-        found = self.queue._run(calls.audit_jobs(self.keys, job_ids))
+        found = self.queue.runner.script(calls.audit_jobs(self.keys, job_ids))
         broken: list[tuple[str, str, str]] = []
         for i in range(0, len(found), 3):
             job_id, what, detail = (text(x) for x in found[i : i + 3])
@@ -235,7 +235,9 @@ class Doctor:
             where = {"active": "active", "scheduled": "schedule", "dead": "dead"}[state]
         scanned = self.r.zscan_iter(key, count=self.batch)
         for members in _batches((text(m) for m, _ in scanned), self.batch):
-            found = self.queue._run(calls.audit_members(self.keys, key, state, lane, members))
+            found = self.queue.runner.script(
+                calls.audit_members(self.keys, key, state, lane, members)
+            )
             broken = []
             for i in range(0, len(found), 3):
                 job_id, what, detail = (text(x) for x in found[i : i + 3])
@@ -252,7 +254,7 @@ class Doctor:
 
     def _lanes(self, lanes: list[str]) -> None:
         for chunk in _batches(lanes, self.batch):
-            found = self.queue._run(calls.audit_lanes(self.keys, chunk))
+            found = self.queue.runner.script(calls.audit_lanes(self.keys, chunk))
             broken = []
             for i in range(0, len(found), 3):
                 lane, what, detail = (text(x) for x in found[i : i + 3])
@@ -311,7 +313,7 @@ class Doctor:
         return next(attr for attr in FIXED_KEY_TYPES if getattr(self.keys, attr) == key)
 
     def _ring_and_total(self) -> bool:
-        length, size, dups, unknown, absent, total, stats, misplaced = self.queue._run(
+        length, size, dups, unknown, absent, total, stats, misplaced = self.queue.runner.script(
             calls.audit_ring(self.keys, RING_LIMIT)
         )
         report, ring = self._report, self.keys.ring

@@ -9,11 +9,11 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import calls
-from .exceptions import check_code
+from . import ops
 from .ids import validate_job_id
 from .keys import QueueKeys
 from .payload import text
+from .runner import SyncRunner
 
 if TYPE_CHECKING:
     from .client import Client
@@ -62,10 +62,12 @@ class JobControl:
     keys: QueueKeys
     result_ttl_ms: int
     history: int
+    max_expiries: int
+    rate: tuple[int, int] | None
+    fairness: str
     connection: Client
 
-    def _run(self, call: calls.Call, client: Any = None) -> Any:
-        raise NotImplementedError
+    runner: SyncRunner
 
     def cancel(self, job_id: str) -> str:
         """Cancel job ``job_id``.
@@ -79,16 +81,13 @@ class JobControl:
         ``InvalidJobState`` for one that has finished (nothing changes then).
         """
         validate_job_id(job_id)
-        call = calls.cancel(self.keys, job_id, self.result_ttl_ms, CANCELLED_ERROR, self.history)
-        reply = self._run(call)
-        check_code(reply, job_id)
-        return text(reply)
+        return self.runner.run(ops.cancel(self, job_id, CANCELLED_ERROR))
 
     def run_now(self, job_id: str) -> None:
         """Make a scheduled job (deferred, or backing off) due now and move every
         due job into its lane. ``InvalidJobState`` for a job that is not scheduled."""
         validate_job_id(job_id)
-        check_code(self._run(calls.due_now(self.keys, job_id)), job_id)
+        self.runner.run(ops.due_now(self, job_id))
         self.promote()
 
     def promote(self) -> tuple[int, int | None]:
@@ -107,6 +106,4 @@ class JobControl:
             raise ValueError(f"done must be a number from 0 to 1, not {done!r}")
         if not 0 <= done <= 1:
             raise ValueError(f"done must be from 0 to 1, not {done!r}")
-        reply = self._run(calls.progress(self.keys, job_id, float(done), str(note)[:MAX_NOTE]))
-        check_code(reply, job_id)
-        return bool(reply)
+        return self.runner.run(ops.progress(self, job_id, float(done), str(note)[:MAX_NOTE]))

@@ -8,32 +8,34 @@ slot and, when there is more than one group, the worker waits on each group
 in turn for at most :data:`PARK_SLICE` seconds: a job enqueued anywhere wakes
 it within about ``PARK_SLICE * (groups - 1)`` seconds, and an idle worker
 sends at most ``1 / PARK_SLICE`` pops a second.
+
+Written once for both runners: :func:`park` is handed the ``BLPOP`` to send
+(:meth:`django_emq.engine.runner.Steps.park`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
-from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
 from .exceptions import UNAVAILABLE
-
-if TYPE_CHECKING:
-    from .client import Client
 
 #: Longest wait on one slot's wake lists while other slots' lists wait their turn.
 PARK_SLICE = 0.05
 #: Shortest wait passed to ``BLPOP`` (0 would mean "forever").
 MIN_WAIT = 0.01
 
+#: Sends ``BLPOP keys timeout``; its reply.
+Blpop = Callable[[list[str], float], Awaitable[Any]]
 
-def wake_groups(client: Client, keys: Sequence[str]) -> list[list[str]]:
-    """``keys`` grouped so one ``BLPOP`` may wait on each group: all of them for a
-    single server, one group per slot for a cluster client."""
-    if not isinstance(client, RedisCluster):
+
+def wake_groups(keys: Sequence[str], clustered: bool) -> list[list[str]]:
+    """``keys`` grouped so one ``BLPOP`` may wait on each group: all of them on
+    one server, one group per slot on a cluster."""
+    if not clustered:
         return [list(keys)]
     groups: dict[int, list[str]] = {}
     for key in keys:
@@ -41,7 +43,7 @@ def wake_groups(client: Client, keys: Sequence[str]) -> list[list[str]]:
     return list(groups.values())
 
 
-def park(client: Client, groups: Sequence[Sequence[str]], timeout: float) -> bool:
+async def park(blpop: Blpop, groups: Sequence[Sequence[str]], timeout: float) -> bool:
     """Wait up to ``timeout`` seconds for a wake token on any of ``groups``' lists;
     True when one was popped (a job arrived), False when the time ran out.
 
@@ -49,7 +51,7 @@ def park(client: Client, groups: Sequence[Sequence[str]], timeout: float) -> boo
     waited on; its error is raised when no group's node answers.
     """
     if len(groups) == 1:
-        return client.blpop(list(groups[0]), timeout=max(MIN_WAIT, timeout)) is not None
+        return await blpop(list(groups[0]), max(MIN_WAIT, timeout)) is not None
     deadline = time.monotonic() + timeout
     while True:
         failed: list[Exception] = []
@@ -59,7 +61,7 @@ def park(client: Client, groups: Sequence[Sequence[str]], timeout: float) -> boo
                 return False
             wait = max(MIN_WAIT, min(PARK_SLICE, left))
             try:
-                if client.blpop(list(group), timeout=wait) is not None:
+                if await blpop(list(group), wait) is not None:
                     return True
             except UNAVAILABLE as exc:
                 failed.append(exc)

@@ -10,20 +10,17 @@ Written once for a plain ``Queue`` and a
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
-from . import calls
+from . import ops
+from .home import Home
 from .ids import validate_lane
 from .records import positive_int, rate_limit
-
-if TYPE_CHECKING:
-    from .queue import Queue
 
 
 class LanePolicies:
     """Max depth and rate limit per lane, for ``Queue`` and ``ShardedQueue``."""
 
-    def shard_for_lane(self, lane: str) -> Queue:
+    def shard_for_lane(self, lane: str) -> Home:
         raise NotImplementedError
 
     def set_max_depth(self, lane: str, max_depth: int | None) -> None:
@@ -33,7 +30,7 @@ class LanePolicies:
         if max_depth is not None:
             positive_int("max_depth", max_depth)
         home = self.shard_for_lane(validate_lane(lane))
-        home._run(calls.set_max_depth(home.keys, lane, max_depth))
+        home.runner.run(ops.set_max_depth(home, lane, max_depth))
 
     def set_rate(self, lane: str, count: int, per_seconds: float | timedelta) -> None:
         """Start at most ``count`` of the lane's jobs in any ``per_seconds`` (a
@@ -41,10 +38,10 @@ class LanePolicies:
         lane whose window is full leaves the ring until its next slot."""
         limit = rate_limit(count, per_seconds)
         home = self.shard_for_lane(validate_lane(lane))
-        home._run(calls.set_rate(home.keys, lane, limit))
+        home.runner.run(ops.set_rate(home, lane, limit))
 
     def clear_rate(self, lane: str) -> None:
         """Remove the lane's own rate limit (the queue's default applies again,
         if it has one) and forget its recent starts."""
         home = self.shard_for_lane(validate_lane(lane))
-        home._run(calls.set_rate(home.keys, lane, None))
+        home.runner.run(ops.set_rate(home, lane, None))

@@ -4,7 +4,10 @@ Every state change is one Lua script (see ``django_emq/engine/lua/``); reads are
 plain commands, pipelined so each public call is one round trip. The calls are
 spread over small parts: the keyword forms (``.api``), lane control and dead
 jobs (``.control``), the reads (``.reads``) and the values they speak in
-(``.records``); this module holds the job's path through the queue.
+(``.records``); this module holds the job's path through the queue. Each
+write is an operation of ``.ops`` (what it sends, how its reply reads) run
+by the queue's public ``runner`` (``.runner.SyncRunner``), the same
+operations the worker runs on its async runner.
 """
 
 from __future__ import annotations
@@ -15,17 +18,17 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import redis
-from redis.exceptions import NoScriptError, RedisClusterException
+from redis.exceptions import RedisClusterException
 
-from . import calls
+from . import calls, ops
 from .api import QueueAPI
-from .calls import COMPLETE_CLAIM_OUTCOMES
-from .control import BATCH, LaneControl
-from .exceptions import CorruptKeyspace, EnqueueError, JobError, check_code, script_error
+from .control import LaneControl
+from .exceptions import CorruptKeyspace, EnqueueError, JobError, script_error
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .jobs import JobControl
 from .keys import QueueKeys
-from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result, text
+from .ops import BATCH
+from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result
 from .policies import LanePolicies
 from .reads import QueueReads
 from .records import (
@@ -46,19 +49,14 @@ from .records import (
     default_worker_id,
     encode_outcomes,
     error_text,
-    fairness_arg,
     fairness_mode,
-    parse_claims,
-    parse_enqueued,
     positive_int,
-    rate_arg,
     rate_limit,
-    refusals,
     run_after_ms,
     tick_arg,
     unique_key_arg,
 )
-from .scripts import Scripts
+from .runner import SyncRunner
 from .tenants import TenantPolicies, tenant_arg
 
 if TYPE_CHECKING:
@@ -97,6 +95,9 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
     is a number of jobs (``"count"``) or worker time (``"time"``).
     """
 
+    #: A plain queue is a sharded queue of one.
+    shards: tuple[Queue, ...]
+
     def __init__(
         self,
         name: str = "default",
@@ -123,15 +124,12 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
         #: The default rate limit of every lane, ``(count, per_ms)``; ``None``: none.
         self.rate = None if rate is None else rate_limit(*rate)
         self.fairness = fairness_mode(fairness)
-        self._scripts = Scripts(connection)
-        #: A plain queue is a sharded queue of one.
-        self.shards: tuple[Queue, ...] = (self,)
+        #: Runs this queue's operations (:mod:`.ops`) on ``connection``.
+        self.runner = SyncRunner(connection)
+        self.shards = (self,)
 
     def __repr__(self) -> str:
         return f"<Queue {self.name!r}>"
-
-    def _run(self, call: calls.Call, client: Any = None) -> Any:
-        return self._scripts(call.script, call.keys, call.args, client)
 
     # -- routing: a plain queue is its only shard ------------------------------
 
@@ -175,14 +173,14 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
 
     def enqueue_spec(self, spec: JobSpec) -> Enqueued:
         """``enqueue`` of one ``JobSpec``."""
-        call = self.prepare(spec)
+        op = ops.enqueue(self.prepare(spec))
         try:
-            reply = self._run(call)
+            reply = self.runner.script(op.call)
         except CorruptKeyspace:
             raise
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
-        return _enqueued(call, reply)
+        return op.parse(reply)
 
     def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
         """``enqueue_many`` of ``JobSpec`` values."""
@@ -192,23 +190,11 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
         """Run enqueue calls from ``prepare`` in one round trip."""
         if not prepared:
             return []
-        pipe = self.connection.pipeline(transaction=False)
-        for call in prepared:
-            self._scripts.pipelined(call.script, call.keys, call.args, pipe)
         try:
-            replies = pipe.execute(raise_on_error=False)
-            # After a SCRIPT FLUSH the server ran none of these: run them again.
-            missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-            if missing:
-                again = self.connection.pipeline(transaction=False)
-                for i in missing:
-                    self._run(prepared[i], again)
-                for i, reply in zip(missing, again.execute(), strict=True):
-                    replies[i] = reply
+            replies = self.runner.replies(prepared)
         except (redis.RedisError, RedisClusterException) as exc:
             raise self._enqueue_error(exc) from exc
         for reply in replies:
-            reply = script_error(reply) if isinstance(reply, Exception) else reply
             if isinstance(reply, CorruptKeyspace):
                 raise reply
             if isinstance(reply, redis.RedisError):
@@ -219,7 +205,9 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
                 raise reply
         # A full lane refuses its job alone: the jobs before and after it in the
         # batch are admitted; LaneFull names the first refused one.
-        return [_enqueued(call, reply) for call, reply in zip(prepared, replies, strict=True)]
+        return [
+            ops.enqueue(call).parse(reply) for call, reply in zip(prepared, replies, strict=True)
+        ]
 
     def _enqueue_error(self, exc: Exception) -> EnqueueError:
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | RedisClusterException):
@@ -230,22 +218,8 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
 
     def claim_shard(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
         """``claim`` answered with the queue the claims came from (this one)."""
-        claims = parse_claims(self._run(self._claim_call(request)))
+        claims = self.runner.run(ops.claim_for(self, request))
         return (self, claims) if claims else None
-
-    def _claim_call(self, request: ClaimRequest) -> calls.Call:
-        checked = request.checked()
-        assert checked.max_jobs is not None  # filled in by checked()
-        return calls.claim(
-            self.keys,
-            checked.lease_ms,
-            checked.turns,
-            checked.worker,
-            checked.max_jobs,
-            self.history,
-            rate_arg(self.rate),
-            fairness_arg(self.fairness),
-        )
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
         """Record success; raises ``StaleToken`` if the lease moved on (nothing changes)."""
@@ -270,7 +244,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
 
     def record(self, call: calls.Call) -> list[JobError | None]:
         """Run a complete call from ``complete_call``; the refusals, in order."""
-        return refusals(call.args[2::3], self._run(call))
+        return self.runner.run(ops.completed(call))
 
     def complete_call(self, encoded: Sequence[tuple[str, int, str]]) -> calls.Call | None:
         """The complete call for outcomes from ``encode_outcomes``."""
@@ -327,10 +301,10 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
             encode_outcomes(outcomes), ClaimRequest(lease_ms, turns, worker_id, max_jobs)
         )
         try:
-            codes, flat = self._run(call)
+            claims, refused = self.runner.run(ops.claimed_with(call))
         except redis.ResponseError as exc:
             return [], [script_error(exc)] * len(outcomes)
-        return parse_claims(flat), list(refusals(call.args[COMPLETE_CLAIM_OUTCOMES::3], codes))
+        return claims, list(refused)
 
     def complete_claim_call(
         self, encoded: Sequence[tuple[str, int, str | bytes]], request: ClaimRequest
@@ -345,47 +319,26 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
             checked = request.checked()
             assert checked.max_jobs is not None  # filled in by checked()
             limit = checked.max_jobs
-        return calls.complete_claim(
-            self.keys,
-            encoded,
-            self.result_ttl_ms,
-            checked.lease_ms,
-            checked.turns,
-            checked.worker,
-            limit,
-            self.history,
-            rate_arg(self.rate),
-            fairness_arg(self.fairness),
+        op = ops.complete_claim(
+            self, encoded, checked.lease_ms, checked.turns, checked.worker, limit
         )
+        return op.call
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of
         attempts. Returns the job's new state (``pending``, ``scheduled`` or ``dead``)."""
         positive_int("delay_ms", delay_ms, MAX_DELAY_MS, minimum=0)
-        reply = self._run(
-            calls.retry(self.keys, job_id, token, error_text(error), delay_ms, False, self.history)
-        )
-        check_code(reply, job_id)
-        return text(reply[1])
+        return self.runner.run(ops.retry(self, job_id, token, error_text(error), delay_ms))
 
     def fail(self, job_id: str, token: int, error: str) -> None:
         """Record a failure that retrying cannot fix: the job is dead now."""
-        call = calls.retry(self.keys, job_id, token, error_text(error), 0, True, self.history)
-        reply = self._run(call)
-        check_code(reply, job_id)
+        self.runner.run(ops.fail(self, job_id, token, error_text(error)))
 
     def extend(self, job_id: str, token: int, lease_ms: int) -> int:
         """Push the lease to server time + ``lease_ms``; returns the new deadline (ms)."""
         positive_int("lease_ms", lease_ms, MAX_LEASE_MS)
-        reply = self._run(calls.extend(self.keys, job_id, token, lease_ms))
-        check_code(reply, job_id)
-        return int(reply)
+        return self.runner.run(ops.extend(self, job_id, token, lease_ms))
 
     def release(self, job_id: str, token: int) -> None:
         """Hand a claimed job back to the head of its lane (not counted as a failure)."""
-        check_code(self._run(calls.release(self.keys, job_id, token)), job_id)
-
-
-def _enqueued(call: calls.Call, reply: Sequence[Any]) -> Enqueued:
-    """What the enqueue script's reply stands for (see ``parse_enqueued``)."""
-    return parse_enqueued(str(call.args[0]), str(call.args[1]), reply)
+        self.runner.run(ops.release(self, job_id, token))

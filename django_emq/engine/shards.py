@@ -18,19 +18,22 @@ totals and the deepest lanes merge the shards' answers.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from . import ops
 from .api import QueueAPI
-from .exceptions import UNAVAILABLE, JobError, JobNotFound
+from .exceptions import JobError, JobNotFound
 from .ids import mint_job_id, validate_job_id, validate_lane
 from .payload import text
 from .placement import job_id_on, job_shard, lane_shard, shard_tags
 from .policies import LanePolicies
 from .queue import Queue
 from .records import Claim, ClaimRequest, Enqueued, JobSpec, LaneInfo, Totals, encode_outcomes
+from .rotation import Rotation
+from .runner import now
 from .tenants import TenantPolicies
 
 if TYPE_CHECKING:
@@ -38,25 +41,25 @@ if TYPE_CHECKING:
 
 #: Most lanes one call of :meth:`ShardedQueue.lanes` may return (as for a queue).
 MAX_TOP = 10_000
-#: Seconds a shard whose node did not answer is passed over by claims (a node
-#: that is down can cost a connect timeout per try: the other shards go on).
-HOLD_OFF = 1.0
 
 
 class ShardedQueue(QueueAPI, LanePolicies, TenantPolicies):
     """Queue ``name`` spread over ``shards`` shards; options as for :class:`Queue`."""
+
+    #: Every shard, by number: shard ``k`` holds the lanes ``lane_shard(lane, S) == k``.
+    shards: tuple[Queue, ...]
 
     def __init__(
         self, name: str = "default", shards: int = 2, *, connection: Client, **options: Any
     ) -> None:
         self.name = name
         self.connection = connection
-        #: Every shard, by number: shard ``k`` holds the lanes ``lane_shard(lane, S) == k``.
         self.shards = tuple(
             Queue(tag, connection=connection, **options) for tag in shard_tags(name, shards)
         )
         self.max_attempts = self.shards[0].max_attempts
-        self._rotation = Rotation(self.shards)
+        #: The order claims take the shards in.
+        self.rotation: Rotation[AnyQueue] = Rotation(self.shards)
 
     def __repr__(self) -> str:
         return f"<ShardedQueue {self.name!r} ({len(self.shards)} shards)>"
@@ -109,10 +112,10 @@ class ShardedQueue(QueueAPI, LanePolicies, TenantPolicies):
     # -- the worker's side -----------------------------------------------------
 
     def claim_shard(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
-        """Claim from the shards in turn (see :class:`Rotation`): an empty shard,
-        or one whose node cannot answer, is passed over at once. Answers the
-        shard with its claims, ``None`` when no shard has a serviceable lane."""
-        return self._rotation.claim_request(request)
+        """Claim from the shards in turn (see :func:`claim_in_turn`): an empty
+        shard, or one whose node cannot answer, is passed over at once. Answers
+        the shard with its claims, ``None`` when no shard has a serviceable lane."""
+        return claim_in_turn(self.rotation, request)
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
         self.shard_for_job(job_id).complete(job_id, token, result)
@@ -313,60 +316,18 @@ def home_of(queue: AnyQueue, lane: str) -> Queue:
     return queue.shard_for_lane(lane)
 
 
-class Rotation:
-    """Claims from several queues in turn, starting after the one that served
-    last: a worker's queues, or the shards of a sharded queue.
+def claim_in_turn(
+    rotation: Rotation[Queue] | Rotation[AnyQueue], request: ClaimRequest
+) -> tuple[Queue, list[Claim]] | None:
+    """One claim from ``rotation``'s queues in turn (see
+    :class:`~django_emq.engine.rotation.Rotation`): the plain queue the claims
+    came from and the claims, ``None`` when no queue has anything to serve (one
+    round trip per queue tried)."""
+    return now(rotation.turn(partial(_claim_turn, request=request)))
 
-    A queue with nothing to serve is passed over at once. So is one whose
-    server cannot answer (its node is down or failing over), and for
-    :data:`HOLD_OFF` seconds after (a node that is down may cost a connect
-    timeout per try): the others are served meanwhile, and its error is
-    raised only when no queue could answer. Not locked: threads sharing one
-    rotation may skip a turn.
-    """
 
-    def __init__(self, queues: Sequence[AnyQueue]) -> None:
-        self.queues = tuple(queues)
-        self._next = 0
-        #: index -> (monotonic time to try it again, the error it answered)
-        self._away: dict[int, tuple[float, Exception]] = {}
-
-    def claim(
-        self,
-        lease_ms: int,
-        *,
-        turns: int = 1,
-        worker_id: str | None = None,
-        max_jobs: int | None = None,
-    ) -> tuple[Queue, list[Claim]] | None:
-        """:meth:`claim_request` with the request's fields by name."""
-        return self.claim_request(ClaimRequest(lease_ms, turns, worker_id, max_jobs))
-
-    def claim_request(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
-        """The next queue in turn's claims, with the plain queue they came from;
-        ``None`` when no queue has anything to serve (one round trip per queue
-        tried). Raises the last error seen when no queue could answer."""
-        count = len(self.queues)
-        answered = False
-        now = time.monotonic()
-        for step in range(count):
-            index = (self._next + step) % count
-            away = self._away.get(index)  # one lookup: another thread may pop it
-            if away is not None and away[0] > now:
-                continue
-            try:
-                found = self.queues[index].claim_shard(request)
-            except UNAVAILABLE as exc:
-                if count == 1:  # nothing else to serve meanwhile: no hold-off
-                    raise
-                self._away[index] = (now + HOLD_OFF, exc)
-                continue
-            answered = True
-            self._away.pop(index, None)
-            if found is not None:
-                self._next = (index + 1) % count
-                return found
-        errors = list(self._away.values())  # a copy: other threads may change it
-        if not answered and errors:
-            raise max(errors, key=lambda away: away[0])[1]
-        return None
+async def _claim_turn(queue: AnyQueue, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
+    if isinstance(queue, ShardedQueue):
+        return await queue.rotation.turn(partial(_claim_turn, request=request))
+    claims = await queue.runner.steps.run(ops.claim_for(queue, request))
+    return (queue, claims) if claims else None

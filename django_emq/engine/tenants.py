@@ -15,15 +15,12 @@ rotates its own tenants).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from . import calls
+from . import ops
+from .home import Home
 from .ids import entry_tenant, tenant_entry, validate_lane, validate_tenant
 from .payload import text
 from .records import MAX_WEIGHT, as_int, positive_int
-
-if TYPE_CHECKING:
-    from .queue import Queue
 
 #: How many lanes one ``tenants()`` read looks at, at most (it scans the
 #: lane -> tenant hash: an operator's read, never a hot path's).
@@ -65,9 +62,9 @@ class TenantInfo:
 class TenantPolicies:
     """Tenant weights, ceilings and reads, for ``Queue`` and ``ShardedQueue``."""
 
-    shards: tuple[Queue, ...]
+    shards: tuple[Home, ...]
 
-    def shard_for_lane(self, lane: str) -> Queue:
+    def shard_for_lane(self, lane: str) -> Home:
         raise NotImplementedError
 
     def set_tenant_weight(self, tenant: str, weight: int) -> None:
@@ -76,7 +73,7 @@ class TenantPolicies:
         entry = tenant_entry(tenant)
         positive_int("weight", weight, MAX_WEIGHT)
         for shard in self.shards:
-            shard._run(calls.set_weight(shard.keys, entry, weight))
+            shard.runner.run(ops.set_weight(shard, entry, weight))
 
     def set_tenant_limit(self, tenant: str, ceiling: int | None) -> None:
         """At most ``ceiling`` jobs of the tenant's lanes in flight together, per
@@ -86,7 +83,7 @@ class TenantPolicies:
         if ceiling is not None:
             positive_int("ceiling", ceiling)
         for shard in self.shards:
-            shard._run(calls.set_tenant_limit(shard.keys, tenant, ceiling))
+            shard.runner.run(ops.set_tenant_limit(shard, tenant, ceiling))
 
     def tenant_of(self, lane: str) -> str | None:
         """The lane's recorded tenant, or ``None``."""
@@ -141,7 +138,7 @@ class TenantPolicies:
         return TenantInfo(tenant, lanes, serving, inflight, weight, ceiling, on_ring)
 
 
-def _scan(shard: Queue) -> list[tuple[str, str]]:
+def _scan(shard: Home) -> list[tuple[str, str]]:
     """(lane, tenant) pairs of the shard's lane -> tenant hash, at most SCAN_LIMIT."""
     pairs: list[tuple[str, str]] = []
     for lane, owner in shard.connection.hscan_iter(shard.keys.tenants, count=1000):

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import NoScriptError
 
-from ..engine import calls
+from ..engine import ops
 from ..engine.payload import text
 from ..engine.rows import heartbeat, heartbeat_is_stale
-from ..exceptions import JobError, check_code
-from .client import AsyncClient
+from ..engine.runner import AsyncRunner
+from ..exceptions import JobError
 from .jobs import Job
 from .outcomes import CALL_ERRORS
 from .shard import Shard
@@ -66,9 +65,9 @@ class Beat:
         on a cluster the nodes that answer get their beat while another fails over."""
         jobs = [job for job in held if not job.settled and not job.lost]
         missed: list[Exception] = []
-        for client, shards in self._by_client():
+        for runner, shards in self._by_runner():
             try:
-                await self._extend(client, [j for j in jobs if j.shard in shards])
+                await self._extend(runner, [j for j in jobs if j.shard in shards])
             except CALL_ERRORS as exc:
                 missed.append(exc)
         for shard in self.shards:
@@ -88,29 +87,25 @@ class Beat:
         if self.health_file is not None:
             self.health_file.touch()
 
-    def _by_client(self) -> list[tuple[AsyncClient, list[Shard]]]:
+    def _by_runner(self) -> list[tuple[AsyncRunner, list[Shard]]]:
         """Shards that one pipeline may serve: all of them on one server, one
         shard at a time on a cluster."""
-        client = self.shards[0].client
-        if isinstance(client, RedisCluster):
-            return [(s.client, [s]) for s in self.shards]
-        return [(client, self.shards)]
+        runner = self.shards[0].runner
+        if runner.clustered:
+            return [(s.runner, [s]) for s in self.shards]
+        return [(runner, self.shards)]
 
-    async def _extend(self, client: AsyncClient, jobs: list[Job]) -> None:
+    async def _extend(self, runner: AsyncRunner, jobs: list[Job]) -> None:
         """Extend every lease in ``jobs`` in one round trip. A refused extension
         marks the job lost: its lease moved on (it expired and was reaped, or the
         row is gone), so it is not extended again and, waiting, never starts."""
         if not jobs:
             return
         sent = time.monotonic()
-        built = [calls.extend(j.shard.keys, j.job_id, j.claim.token, self.lease_ms) for j in jobs]
-        replies = await _pipelined(client, jobs[0].shard, built)
-        for job, reply in zip(jobs, replies, strict=True):
-            if isinstance(reply, Exception) and not isinstance(reply, JobError):
-                raise reply
-            try:
-                check_code(reply, job.job_id)
-            except JobError:
+        extend = [ops.extend(j.shard.queue, j.job_id, j.claim.token, self.lease_ms) for j in jobs]
+        answers = await runner.run_many(extend)
+        for job, answer in zip(jobs, answers, strict=True):
+            if isinstance(answer, JobError):
                 if not job.settled:  # else it just finished: nothing lost
                     job.lost = True
                     logger.warning(
@@ -119,6 +114,8 @@ class Beat:
                         job.job_id,
                     )
                 continue
+            if isinstance(answer, Exception):
+                raise answer
             job.lease_until = sent + self.lease_ms / 1000
 
     async def _report(self, shard: Shard) -> None:
@@ -163,16 +160,3 @@ def _stale(beats: Mapping[Any, Any], now_ms: int, every_ms: int) -> list[str]:
         for w, raw in beats.items()
         if heartbeat_is_stale(raw, now_ms, every_ms, PRUNE_AFTER_BEATS)
     ]
-
-
-async def _pipelined(client: AsyncClient, shard: Shard, built: list[calls.Call]) -> list[Any]:
-    """Run ``built`` in one pipeline; calls the server could not find the script
-    for (after a ``SCRIPT FLUSH``) are loaded and run again."""
-    pipe = client.pipeline(transaction=False)
-    for call in built:
-        shard.scripts.queue(pipe, call)
-    replies: list[Any] = await pipe.execute(raise_on_error=False)
-    missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-    for i in missing:
-        replies[i] = await shard.scripts(built[i])
-    return replies

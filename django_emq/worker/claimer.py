@@ -9,27 +9,35 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
+from functools import partial
 
 import redis
 
+from ..engine.records import Claim
+from ..engine.rotation import Rotation
+from ..engine.runner import AsyncRunner
 from ..exceptions import UNAVAILABLE
-from .client import AsyncClient, park, wake_groups
+from .client import AsyncClient
 from .core import Core
 from .glitches import Glitches
-from .outcomes import CALL_ERRORS
-from .shard import Rotation
+from .outcomes import CALL_ERRORS, Outcomes
+from .shard import Shard, Shards
 
 logger = logging.getLogger("django_emq.worker")
 
+#: Jobs a claim took: the shard, the claims, and when the claim was sent (monotonic).
+Claimed = tuple[Shard, list[Claim], float]
+
 
 class Claimer:
-    def __init__(self, core: Core, rotation: Rotation, park_client: AsyncClient) -> None:
+    def __init__(self, core: Core, rotation: Shards, park_client: AsyncClient) -> None:
         self.core = core
         self.plan = core.plan
         self.rotation = rotation
-        self.shards = rotation.shards()
-        self._park = park_client
-        self._wake = wake_groups(park_client, [s.keys.wake for s in self.shards])
+        self.shards: list[Shard] = rotation.leaves()
+        self._parking = AsyncRunner(park_client)
+        self._wake = self._parking.wake_groups([s.keys.wake for s in self.shards])
         self._outage = 0
         #: A burst run found nothing pending or due, with nothing held.
         self.drained = False
@@ -55,7 +63,9 @@ class Claimer:
         came, ``None`` when the server refused or could not answer."""
         core, plan = self.core, self.plan
         try:
-            found = await self.rotation.claim(want, plan.lease_ms, plan.worker_id, core.outcomes)
+            found = await claim_in_turn(
+                self.rotation, want, plan.lease_ms, plan.worker_id, core.outcomes
+            )
         except CALL_ERRORS as exc:
             await self.lost_server(exc)
             return None
@@ -86,7 +96,7 @@ class Claimer:
 
     async def _park_until_woken(self) -> None:
         try:
-            await park(self._park, self._wake, self.plan.beat_s)
+            await self._parking.park(self._wake, self.plan.beat_s)
         except UNAVAILABLE as exc:
             logger.warning("lost Valkey while parked (%s); retrying", exc)
             await asyncio.sleep(min(self.plan.beat_s, 1.0))
@@ -102,3 +112,42 @@ class Claimer:
         else:
             logger.warning("Valkey unreachable (%s); retrying in %.2fs", exc, delay)
         await asyncio.sleep(delay)
+
+
+async def claim_in_turn(
+    rotation: Shards, want: int, lease_ms: int, worker: str, outcomes: Outcomes | None = None
+) -> Claimed | None:
+    """The next queue (or shard) in turn's claims, with the shard they came from
+    and when the claim that took them was sent; ``None`` when none has anything
+    to serve. The successes waiting for a shard ride along with its claim
+    (``outcomes``: they are settled here)."""
+    ask = partial(_claim_from, want=want, lease_ms=lease_ms, worker=worker, outcomes=outcomes)
+    return await rotation.turn(ask)
+
+
+async def _claim_from(
+    member: Shard | Shards, want: int, lease_ms: int, worker: str, outcomes: Outcomes | None
+) -> Claimed | None:
+    if isinstance(member, Rotation):
+        return await claim_in_turn(member, want, lease_ms, worker, outcomes)
+    batch = [] if outcomes is None else outcomes.take(member)
+    sent = time.monotonic()  # the leases run from no earlier than this
+    try:
+        claims, refusals = await member.claim(want, lease_ms, worker, [s.outcome for s in batch])
+    except UNAVAILABLE:
+        # Whether they landed is unknown: sent again later (fenced: a second write
+        # of a landed outcome is refused, never applied twice).
+        if outcomes is not None:
+            outcomes.put_back(batch)
+        raise
+    except redis.ResponseError as exc:  # a script error: these outcomes are refused
+        if outcomes is not None:
+            outcomes.settled(batch, [exc] * len(batch))
+        raise
+    except BaseException:  # unknown whether they landed: sent again later (fenced)
+        if outcomes is not None:
+            outcomes.put_back(batch)
+        raise
+    if outcomes is not None:
+        outcomes.settled(batch, list(refusals))
+    return (member, claims, sent) if claims else None

@@ -6,12 +6,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..engine.queue import Claim
+from ..engine.records import Claim
+from .shard import Shard
 
 if TYPE_CHECKING:
     from django.tasks import Task, TaskResult
-
-    from .shard import Shard
 
 
 @dataclass(eq=False, slots=True)

@@ -20,7 +20,7 @@ from typing import Any
 
 import redis
 
-from ..engine.queue import MAX_BATCH
+from ..engine.records import MAX_BATCH
 from ..exceptions import UNAVAILABLE, JobError
 from .execute import Failed
 from .glitches import Glitches

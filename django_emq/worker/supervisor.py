@@ -20,16 +20,17 @@ from django.conf import settings
 from ..backend import FairLanesBackend
 from ..conf import emq_settings
 from ..connection import unsupported_reason, version_from_info
+from ..engine.runner import AsyncRunner
 from ..exceptions import UNAVAILABLE, ConfigurationError
 from ..schedules import tick
 from .beat import Beat
 from .claimer import Claimer
-from .client import AsyncClient, AsyncScripts, async_client
+from .client import AsyncClient, async_client
 from .core import Core
 from .execute import Policy
 from .glitches import Glitches
 from .options import WorkerOptions, plan
-from .shard import Rotation, Shard
+from .shard import Shard, Shards, rotation
 
 logger = logging.getLogger("django_emq.worker")
 
@@ -112,14 +113,14 @@ class Worker:
         # whose reads are still bounded (a park lasts at most one beat), so a silent
         # connection (server frozen, peer gone without a reset) cannot block forever.
         parking = async_client(p.beat_s + p.enqueue_timeout, p.enqueue_timeout)
-        scripts = AsyncScripts(client)
-        rotation = Rotation([_member(queue, scripts) for queue in self.queues])
+        runner = AsyncRunner(client)
+        turns = rotation([_member(queue, runner) for queue in self.queues])
         core = self._core = Core(p, self.policy)
         if self._stop_requested:
             core.stopping = True
         try:
             if await self._wait_for_server(client, core):
-                await self._work(core, rotation, parking)
+                await self._work(core, turns, parking)
         finally:
             self.counts = dict(core.counts)
             for signum in installed:
@@ -147,9 +148,9 @@ class Worker:
             return True
         return False
 
-    async def _work(self, core: Core, rotation: Rotation, parking: AsyncClient) -> None:
+    async def _work(self, core: Core, turns: Shards, parking: AsyncClient) -> None:
         p = self.plan
-        shards = rotation.shards()
+        shards = turns.leaves()
         started_ms = int(time.time() * 1000)
         beat = Beat(
             shards, p.worker_id, p.lease_ms, p.beat_s, p.health_file,
@@ -162,7 +163,7 @@ class Worker:
                 "started_ms": started_ms,
             },
         )  # fmt: skip
-        claimer = Claimer(core, rotation, parking)
+        claimer = Claimer(core, turns, parking)
         logger.info(
             "worker %s on %s, concurrency %d (%d threads for sync tasks), lease %.1fs",
             p.worker_id, ", ".join(q.name for q in self.queues), p.concurrency, p.threads,
@@ -250,6 +251,6 @@ class Worker:
         )
 
 
-def _member(queue: Any, scripts: AsyncScripts) -> Shard | Rotation:
-    shards = [Shard(q, scripts) for q in queue.shards]
-    return shards[0] if len(shards) == 1 else Rotation(shards)
+def _member(queue: Any, runner: AsyncRunner) -> Shard | Shards:
+    shards = [Shard(q, runner) for q in queue.shards]
+    return shards[0] if len(shards) == 1 else rotation(shards)
