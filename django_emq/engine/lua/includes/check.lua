@@ -6,9 +6,13 @@
 -- which the library raises as django_emq.exceptions.CorruptKeyspace.
 --
 -- corrupt(key, detail): abort naming the key. Only before the first write.
--- expectType(key, want): TYPE check; a key that does not exist passes.
+-- expectType(key, want): TYPE check; a key that does not exist passes. Each
+--   key is checked once per script call (a script that checked it already,
+--   say the completion half of complete_claim, sends no second TYPE).
 -- checkQ(Q, names): expectType on each named fixed key of Q (KEY_TYPES says
 --   what each must be); with names nil, on every key Q holds.
+-- inUse(key): whether the hash `key` has a field (a policy's hash: weights,
+--   ceilings, rates), guarded, read once per script call.
 -- guard(key, ...): run the command that first touches key (a read, or the
 --   script's first write, which fails alone) through redis.pcall, aborting
 --   with the corrupt error instead of a bare WRONGTYPE: a check that costs no
@@ -26,11 +30,15 @@ local function corrupt(key, detail)
   error({err = 'EMQCORRUPT ' .. key .. ' ' .. detail})
 end
 
+local TYPE_CHECKED = {}
+
 local function expectType(key, want)
+  if TYPE_CHECKED[key] then return end
   local kind = redis.call('TYPE', key)['ok']
   if kind ~= want and kind ~= 'none' then
     corrupt(key, 'is a ' .. kind .. ', not a ' .. want)
   end
+  TYPE_CHECKED[key] = true
 end
 
 local function checkQ(Q, names)
@@ -68,6 +76,17 @@ local function guard(key, ...)
   local reply = redis.pcall(...)
   if type(reply) == 'table' and reply.err then fail(key, reply.err) end
   return reply
+end
+
+local IN_USE = {}
+
+local function inUse(key)
+  local known = IN_USE[key]
+  if known == nil then
+    known = guard(key, 'HLEN', key) > 0
+    IN_USE[key] = known
+  end
+  return known
 end
 
 local function checkLane(prefix, lane)

@@ -50,8 +50,8 @@
 -- .depths, .stats, .turn.
 local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness)
   -- Most queues set no weights or ceilings: then no turn looks them up.
-  local weighted = guard(Q.weights, 'HLEN', Q.weights) > 0
-  local capped = guard(Q.ceilings, 'HLEN', Q.ceilings) > 0
+  local weighted = inUse(Q.weights)
+  local capped = inUse(Q.ceilings)
   checkQ(Q, {'onring', 'active', 'inflight', 'depths', 'stats'})
   local limited = rated(prefix, rate)
   local ts = timeShare(Q, prefix, fairness, weighted)  -- @timeshare: nil unless time-fair

@@ -54,11 +54,17 @@ local function completeJobs(Q, prefix, ttl, argv, first)
 
   -- checks: the keys the writes touch, and which lanes rejoin the ring
   checkQ(Q, {'active', 'inflight', 'stats'})
+  -- Only a lane held at its ceiling can be off the ring and rejoin it when
+  -- its jobs finish (an empty or paused lane stays so; a throttled one waits
+  -- for its slot): without ceilings, no lane is looked up.
+  local capped = inUse(Q.ceilings)
   local joins, anyJoins = {}, false
   for _, lane in ipairs(lanes) do
     expectType(laneActiveKey(prefix, lane), 'zset')
-    joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
-    anyJoins = anyJoins or joins[lane]
+    if capped then
+      joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
+      anyJoins = anyJoins or joins[lane]
+    end
     -- [tenants] a tenant freed from its ceiling may rejoin the top ring
     local tenant = tenantOf(prefix, lane)
     if tenant and tenantCapped(Q, tenant) then

@@ -10,7 +10,9 @@
 --                              expires after METRIC_TTL_MS
 --   <prefix>lw:<hour>    hash  every lane's wait histogram for one hour
 --                              (field <lane>:<b>); expires after LANE_WAIT_TTL_MS
--- A script sets a key's TTL once per call (not per job), whatever it counts.
+-- A script sets a key's TTL once per call (not per job), whatever it counts
+-- (once per new field would make the commands a call costs depend on how many
+-- lanes there are: tests/test_cost.py counts them).
 -- Every write here goes through redis.pcall and its errors are dropped: the
 -- history is a by-product, and a damaged history key (edited by hand) must
 -- never fail, half-way, the script that moves a job.
@@ -71,7 +73,9 @@ end
 
 -- startedJob(prefix, lane, now, enq): a job's first start, enqueue_ms `enq`:
 -- its wait counts in this minute's histogram (w<b>) and in this hour's lane
--- histograms (<lane>:<b>): two writes per job, whatever the lanes.
+-- histograms (<lane>:<b>): two writes per job, whatever the lanes. (Adding
+-- them up per call first saves little: a call's jobs are of distinct lanes,
+-- and would make the count depend on how the waits fall.)
 local function startedJob(prefix, lane, now, enq)
   local b = waitBucket(now - (tonumber(enq) or now))
   countEvent(prefix, now, 'w' .. b, 1)

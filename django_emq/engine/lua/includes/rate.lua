@@ -20,7 +20,7 @@ end
 -- (the queue has a default, or some lane its own). Checks the types of the
 -- queue-wide rate keys (reads only).
 local function rated(prefix, default)
-  local own = guard(prefix .. 'rates', 'HLEN', prefix .. 'rates') > 0
+  local own = inUse(prefix .. 'rates')
   if not own and default == '' then return false end
   expectType(prefix .. 'throttled', 'zset')
   return true
