@@ -52,6 +52,7 @@
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
   stats = KEYS[9], turn = KEYS[10]}
+policiesOff(ARGV[1])  -- one read for every lane policy (includes/check.lua)
 local out, broken = claimTurns(Q, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4],
   tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] or '', ARGV[8] or '')
 if broken and #out == 0 then fail(broken[1], broken[2]) end

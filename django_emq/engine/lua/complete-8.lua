@@ -36,4 +36,5 @@
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], stats = KEYS[7], wake = KEYS[8]}
+policiesOff(ARGV[1])  -- one read for every lane policy (includes/check.lua)
 return completeJobs(Q, ARGV[1], tonumber(ARGV[2]), ARGV, 3)

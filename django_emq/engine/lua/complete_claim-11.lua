@@ -42,6 +42,7 @@ local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
   stats = KEYS[9], turn = KEYS[10], wake = KEYS[11]}
 local prefix = ARGV[1]
+policiesOff(prefix)  -- one read for every lane policy (includes/check.lua)
 local codes = completeJobs(Q, prefix, tonumber(ARGV[2]), ARGV, 10)
 local limit = tonumber(ARGV[6])
 local claims = {}

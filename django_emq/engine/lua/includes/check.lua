@@ -12,7 +12,13 @@
 -- checkQ(Q, names): expectType on each named fixed key of Q (KEY_TYPES says
 --   what each must be); with names nil, on every key Q holds.
 -- inUse(key): whether the hash `key` has a field (a policy's hash: weights,
---   ceilings, rates), guarded, read once per script call.
+--   ceilings, rates, tenants, unique, timeshare), guarded, read once per
+--   script call.
+-- policiesOff(prefix): the hot paths' one read for every lane policy: true
+--   when none of the policies' hashes (POLICY_HASHES) exists (a hash with no
+--   field does not exist), one EXISTS over them all; inUse then answers
+--   false for each without a command. When some exist (or one holds the wrong
+--   type), each policy asks inUse as it would have.
 -- guard(key, ...): run the command that first touches key (a read, or the
 --   script's first write, which fails alone) through redis.pcall, aborting
 --   with the corrupt error instead of a bare WRONGTYPE: a check that costs no
@@ -87,6 +93,24 @@ local function inUse(key)
     IN_USE[key] = known
   end
   return known
+end
+
+-- derived: <prefix>weights, ceilings, rates, tenants, unique, timeshare
+-- (the hashes of includes/claim_turns.lua, rate.lua, tenants.lua,
+-- policies.lua, timeshare.lua)
+local POLICY_HASHES = {'weights', 'ceilings', 'rates', 'tenants', 'unique', 'timeshare'}
+local POLICIES_OFF = nil
+
+local function policiesOff(prefix)
+  if POLICIES_OFF == nil then
+    local keys = {}
+    for i, name in ipairs(POLICY_HASHES) do keys[i] = prefix .. name end
+    POLICIES_OFF = redis.call('EXISTS', unpack(keys)) == 0
+    if POLICIES_OFF then
+      for _, key in ipairs(keys) do IN_USE[key] = false end
+    end
+  end
+  return POLICIES_OFF
 end
 
 local function checkLane(prefix, lane)

@@ -53,10 +53,8 @@ local function finishedJobs(prefix, ids, now, field)
     members[2 * i] = id
   end
   redis.pcall('ZADD', key, unpack(members))
-  local size = redis.pcall('ZCARD', key)
-  if type(size) == 'number' and size > FINISHED_WINDOW then
-    redis.pcall('ZREMRANGEBYRANK', key, 0, -FINISHED_WINDOW - 1)
-  end
+  -- trims nothing while the window is not full: one command either way
+  redis.pcall('ZREMRANGEBYRANK', key, 0, -FINISHED_WINDOW - 1)
   countEvent(prefix, now, field, #ids)
 end
 

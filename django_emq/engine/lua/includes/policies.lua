@@ -43,7 +43,7 @@ end
 -- anyUnique(prefix): whether any job holds a unique key (most queues: none,
 -- and then nothing finishing looks one up). A read that checks the hash's type.
 local function anyUnique(prefix)
-  return guard(prefix .. 'unique', 'HLEN', prefix .. 'unique') > 0
+  return inUse(prefix .. 'unique')
 end
 
 -- releaseUnique(prefix, jk, id): a job that finishes (done, dead, drained,

@@ -47,8 +47,7 @@ end
 -- call reads the tenants hash (guarded): make it in the read phase.
 local function anyTenants(prefix)
   if tenantsSeen == nil then
-    local key = prefix .. 'tenants'
-    tenantsSeen = guard(key, 'HLEN', key) > 0
+    tenantsSeen = inUse(prefix .. 'tenants')
   end
   return tenantsSeen
 end

@@ -117,7 +117,7 @@ end
 -- weights hashes' types.
 local function tsActive(prefix)
   local key = tsKey(prefix)
-  if guard(key, 'HLEN', key) == 0 then return false end
+  if not inUse(key) then return false end
   expectType(prefix .. 'weights', 'hash')
   return true
 end
