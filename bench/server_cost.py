@@ -53,6 +53,8 @@ from django_emq.engine.scripts import sources
 LEASE_MS = 60_000
 TASK = "bench.tasks.noop"
 CHUNK = 5_000
+#: Jobs on each lane.
+PER_LANE = 3
 #: How many other lanes carry the policies in the policies cell.
 POLICY_LANES = 50
 
@@ -242,6 +244,49 @@ def cell(
     return rows
 
 
+def measure(n_lanes: int, time_fair: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """Every cell: for claims of 16 and of 1, each variant's us/job, its ratio to
+    the minimal script, evalsha calls and server calls per job."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    with servers(4 if time_fair else 3) as clients:
+        for claim in (16, 1):
+            rows = cell(clients, n_lanes, PER_LANE, claim, time_fair)
+            base = rows[0][1]
+            found[str(claim)] = [
+                {
+                    "variant": name,
+                    "us_per_job": round(us, 1),
+                    "ratio": round(us / base, 2),
+                    "evalsha_per_job": round(evals, 2),
+                    "calls_per_job": round(calls, 1),
+                }
+                for name, us, evals, calls in rows
+            ]
+    return found
+
+
+def table(found: dict[str, list[dict[str, Any]]]) -> str:
+    lines = [
+        "| claim | variant | server us/job | ratio | evalsha/job | server calls/job |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
+    for claim, rows in found.items():
+        for row in rows:
+            lines.append(
+                f"| {claim} | {row['variant']} | {row['us_per_job']:.1f} | {row['ratio']:.2f}x"
+                f" | {row['evalsha_per_job']:.2f} | {row['calls_per_job']:.1f} |"
+            )
+    return "\n".join(lines)
+
+
+def section(quick: bool) -> dict[str, Any]:
+    """bench/run.py's ``server_cost`` section."""
+    n_lanes = 1_000 if quick else 10_000
+    found = measure(n_lanes)
+    print(table(found), flush=True)
+    return {"lanes": n_lanes, "jobs_per_lane": PER_LANE, "cells": found}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="1,000 lanes instead of 10,000")
@@ -249,19 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-fair", action="store_true", help="add a time-fair queue")
     args = parser.parse_args(argv)
     n_lanes = args.lanes or (1_000 if args.quick else 10_000)
-    per = 3
     began = time.perf_counter()
-    print(f"{n_lanes:,} lanes x {per} jobs, drained round-robin by complete-then-claim calls")
+    print(f"{n_lanes:,} lanes x {PER_LANE} jobs, drained round-robin by complete-then-claim calls")
     print()
-    print("| claim | variant | server us/job | ratio | evalsha/job | server calls/job |")
-    print("|---:|---|---:|---:|---:|---:|")
-    with servers(4 if args.time_fair else 3) as clients:
-        for claim in (16, 1):
-            rows = cell(clients, n_lanes, per, claim, args.time_fair)
-            base = rows[0][1]
-            for name, us, evals, calls in rows:
-                cells = f"{us:.1f} | {us / base:.2f}x | {evals:.2f} | {calls:.1f}"
-                print(f"| {claim} | {name} | {cells} |", flush=True)
+    print(table(measure(n_lanes, args.time_fair)))
     print(f"\n({time.perf_counter() - began:.0f} s)")
     return 0
 

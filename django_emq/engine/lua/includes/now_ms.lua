@@ -2,6 +2,7 @@
 -- script runs atomically: one instant). Leases and schedules use this, never
 -- a worker's clock.
 local NOW_MS = nil
+
 local function nowMs()
   if not NOW_MS then
     local t = redis.call('TIME')
