@@ -254,8 +254,10 @@ def test_tenanted_claims_cost_the_same_with_20000_lanes_in_two_tenants(
 #: The keys of the lane policies (``QueueKeys`` names, and the per-lane and
 #: per-tenant key families they own): a queue that sets none must not touch them
 #: but for the one EXISTS that asks for them all.
-POLICY_KEYS = ("weights", "ceilings", "rates", "throttled", "tenants", "tturns", "unique")
-POLICY_KEYS += ("timeshare", "maxdepth", "turn", "ticks")
+POLICY_KEYS = (
+    *("weights", "ceilings", "rates", "throttled", "tenants", "tturns", "unique"),
+    *("timeshare", "maxdepth", "turn", "ticks"),
+)
 POLICY_FAMILIES = (":starts", ":t:")
 
 
@@ -267,7 +269,7 @@ def watched(r: redis.Redis, work: Callable[[], object]) -> list[list[str]]:
     ready = threading.Event()
 
     def listen() -> None:
-        with r.monitor() as monitor:
+        with r.monitor() as monitor:  # type: ignore[no-untyped-call]
             ready.set()
             for entry in monitor.listen():
                 words = str(entry["command"]).split()
