@@ -23,15 +23,18 @@ so they are never served): weights, ceilings, rate limits, max depths, tenant
 lanes with a tenant weight and ceiling, and pending jobs holding unique keys.
 Time-fair share is a mode of the whole queue, not a lane policy: it cannot be
 set on other lanes, so it is left out of the policies cell; ``--time-fair``
-adds a third django-emq variant on a ``fairness="time"`` queue, for
-information. Absolute microseconds move with the machine; the ratios and the
-command counts do not. Also printed: server calls (``evalsha`` and every
+adds a django-emq variant on a ``fairness="time"`` queue, for information,
+and ``--function`` one whose ``complete_claim`` is loaded as a Valkey
+Function (an experiment: what building the helpers once would save).
+Absolute microseconds move with the machine; the ratios and the command
+counts do not. Also printed: server calls (``evalsha`` and every
 command run inside it) per job.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -48,6 +51,7 @@ if __name__ == "__main__":  # run as a script: import this checkout's django_emq
 
 from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Queue
+from django_emq.engine.records import ClaimRequest, encode_outcomes, parse_claims
 from django_emq.engine.scripts import sources
 
 LEASE_MS = 60_000
@@ -105,6 +109,8 @@ class Variant:
     step: Callable[[list[Any]], list[Any]]
     jobs: int = 0
     claims: list[Any] | None = None
+    #: The command its calls are booked under.
+    command: str = "evalsha"
 
     def reset(self) -> None:
         self.client.config_resetstat()
@@ -122,7 +128,7 @@ class Variant:
     def cost(self) -> tuple[float, float, float]:
         """us per job, evalsha calls per job, server calls per job (evalsha and inner)."""
         stats: dict[str, dict[str, float]] = self.client.info("commandstats")
-        evalsha = stats.get("cmdstat_evalsha", {"usec": 0.0, "calls": 0.0})
+        evalsha = stats.get(f"cmdstat_{self.command}", {"usec": 0.0, "calls": 0.0})
         calls = sum(v["calls"] for k, v in stats.items() if k not in MEASURING)
         jobs = max(self.jobs, 1)
         return evalsha["usec"] / jobs, evalsha["calls"] / jobs, calls / jobs
@@ -216,8 +222,48 @@ def servers(n: int) -> Iterator[list[redis.Redis]]:
         yield clients
 
 
+def function_library() -> str:
+    """An experiment, not a supported path: complete_claim as a Valkey Function
+    library, its helpers built once at ``FUNCTION LOAD`` instead of on every
+    call; the helpers' per-call state (each ``local x = {}`` or ``= nil`` at the
+    top level) is reset at the start of every call."""
+    source = sources()["complete_claim"].source
+    cut = source.index("local Q = {ring = KEYS[1]")
+    helpers, body = source[:cut], source[cut:]
+    state = re.findall(r"^local (\w+) = (\{\}|nil)\s*(?:--.*)?$", helpers, re.MULTILINE)
+    reset = "".join(f"  {name} = {value}\n" for name, value in state)
+    return (
+        "#!lua name=emq_experiment\n" + helpers
+        + f"local function resetCall()\n{reset}end\n"
+        + "redis.register_function('complete_claim', function(KEYS, ARGV)\nresetCall()\n"
+        + body + "\nend)\n"
+    )  # fmt: skip
+
+
+def function_variant(r: redis.Redis, names: list[str], per: int, claim: int) -> Variant:
+    """django-emq's hot path with its script loaded as a Function (``FCALL``)."""
+    variant = emq_variant("django-emq as a Function (experiment)", r, names, per, False, claim)
+    r.function_load(function_library(), replace=True)
+    queue = Queue("q", connection=r)
+
+    def step(previous: list[Any]) -> list[Any]:
+        outcomes = encode_outcomes([(c.job_id, c.token, None) for c in previous])
+        call = queue.complete_claim_call(outcomes, ClaimRequest(LEASE_MS, claim, "w:1", claim))
+        codes, flat = r.fcall("complete_claim", len(call.keys), *call.keys, *call.args)
+        assert all(int(c) == 1 for c in codes), codes
+        return parse_claims(flat)
+
+    variant.step, variant.command = step, "fcall"
+    return variant
+
+
 def cell(
-    clients: list[redis.Redis], n_lanes: int, per: int, claim: int, time_fair: bool
+    clients: list[redis.Redis],
+    n_lanes: int,
+    per: int,
+    claim: int,
+    time_fair: bool,
+    function: bool = False,
 ) -> list[tuple[str, float, float, float]]:
     """Fill every server, drain them in lockstep, answer each variant's cost."""
     names = lanes(n_lanes)
@@ -232,6 +278,8 @@ def cell(
         variants.append(
             emq_variant("django-emq, time-fair queue", clients[3], names, per, False, claim, "time")
         )
+    if function:
+        variants.append(function_variant(clients[-1], names, per, claim))
     for v in variants:
         v.reset()
     running = list(variants)
@@ -244,13 +292,15 @@ def cell(
     return rows
 
 
-def measure(n_lanes: int, time_fair: bool = False) -> dict[str, list[dict[str, Any]]]:
+def measure(
+    n_lanes: int, time_fair: bool = False, function: bool = False
+) -> dict[str, list[dict[str, Any]]]:
     """Every cell: for claims of 16 and of 1, each variant's us/job, its ratio to
     the minimal script, evalsha calls and server calls per job."""
     found: dict[str, list[dict[str, Any]]] = {}
-    with servers(4 if time_fair else 3) as clients:
+    with servers(3 + time_fair + function) as clients:
         for claim in (16, 1):
-            rows = cell(clients, n_lanes, PER_LANE, claim, time_fair)
+            rows = cell(clients, n_lanes, PER_LANE, claim, time_fair, function)
             base = rows[0][1]
             found[str(claim)] = [
                 {
@@ -267,7 +317,7 @@ def measure(n_lanes: int, time_fair: bool = False) -> dict[str, list[dict[str, A
 
 def table(found: dict[str, list[dict[str, Any]]]) -> str:
     lines = [
-        "| claim | variant | server us/job | ratio | evalsha/job | server calls/job |",
+        "| claim | variant | server us/job | ratio | script calls/job | server calls/job |",
         "|---:|---|---:|---:|---:|---:|",
     ]
     for claim, rows in found.items():
@@ -292,12 +342,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1,000 lanes instead of 10,000")
     parser.add_argument("--lanes", type=int, default=None, help="how many lanes (3 jobs each)")
     parser.add_argument("--time-fair", action="store_true", help="add a time-fair queue")
+    parser.add_argument(
+        "--function", action="store_true", help="add complete_claim loaded as a Function"
+    )
     args = parser.parse_args(argv)
     n_lanes = args.lanes or (1_000 if args.quick else 10_000)
     began = time.perf_counter()
     print(f"{n_lanes:,} lanes x {PER_LANE} jobs, drained round-robin by complete-then-claim calls")
     print()
-    print(table(measure(n_lanes, args.time_fair)))
+    print(table(measure(n_lanes, args.time_fair, args.function)))
     print(f"\n({time.perf_counter() - began:.0f} s)")
     return 0
 
