@@ -23,6 +23,8 @@ What each section measures:
    ``started``/``finished`` server times). Then the engine alone, no Django:
    claims of 1 and 16 turns completed one by one, and claims of 16 and 64
    turns completed with ``complete_many`` and with ``complete_many_then_claim``.
+   Then the server's CPU per claimed + completed job beside a minimal
+   fair-lanes script (``bench/server_cost.py``, section ``server_cost``).
 3. Peers: the same number of no-op jobs through each peer's worker, timed from a
    first "mark" job to a last one (each records when it ran).
 4. Fairness: producer A floods F jobs of 2 ms, one worker starts, then producer
@@ -62,6 +64,7 @@ if __name__ == "__main__":  # run as a script: import this checkout's django_emq
 
 from bench import io as io_bench
 from bench import lanes as lanes_bench
+from bench import server_cost as server_cost_bench
 from bench.harness import log, n0, n1, table
 from bench.peers.procs import WorkerProcess, fairness_probe, flush, used_memory
 
@@ -1037,7 +1040,17 @@ def targets(r: dict[str, Any]) -> list[dict[str, str]]:
 
 # -- main ------------------------------------------------------------------------------
 
-SECTIONS = ("ceiling", "throughput", "engine", "peers", "fairness", "lanes", "memory", "io")
+SECTIONS = (
+    "ceiling",
+    "throughput",
+    "engine",
+    "server_cost",
+    "peers",
+    "fairness",
+    "lanes",
+    "memory",
+    "io",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1094,6 +1107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "ceiling": bench.ceiling,
                 "throughput": bench.throughput,
                 "engine": bench.engine,
+                "server_cost": lambda: server_cost_bench.section(args.quick),
                 "peers": bench.peer_runs,
                 "fairness": bench.fairness,
                 "lanes": bench.lanes_section,

@@ -3,6 +3,8 @@ with 20,000 (counted with ``INFO commandstats``, as in tests/test_cost.py)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 
 import redis
@@ -11,7 +13,20 @@ from django_emq.engine import calls
 from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Queue
 
-from .test_cost import CHUNK, CYCLES, FEW, TASK, claim_complete, fill, lanes, pipelined, run_both
+from .test_cost import (
+    CHUNK,
+    CYCLES,
+    FEW,
+    LEASE_MS,
+    TASK,
+    claim_complete,
+    fill,
+    lanes,
+    load_scripts,
+    measure,
+    pipelined,
+    run_both,
+)
 
 
 def test_enqueue_with_max_depths_and_unique_keys_costs_the_same_with_20000_lanes(
@@ -234,3 +249,85 @@ def test_tenanted_claims_cost_the_same_with_20000_lanes_in_two_tenants(
 
     counts = run_both(r, scenario)
     assert counts["evalsha"] == 2 * CYCLES
+
+
+#: The keys of the lane policies (``QueueKeys`` names, and the per-lane and
+#: per-tenant key families they own): a queue that sets none must not touch them
+#: but for the one EXISTS that asks for them all.
+POLICY_KEYS = (
+    *("weights", "ceilings", "rates", "throttled", "tenants", "tturns", "unique"),
+    *("timeshare", "maxdepth", "turn", "ticks"),
+)
+POLICY_FAMILIES = (":starts", ":t:")
+
+
+def watched(r: redis.Redis, work: Callable[[], object]) -> list[list[str]]:
+    """The commands the server ran during ``work`` (scripts' inner commands
+    included), from MONITOR, each as its words."""
+    seen: list[list[str]] = []
+    stop = "emq-test-monitor-stop"
+    ready = threading.Event()
+
+    def listen() -> None:
+        with r.monitor() as monitor:  # type: ignore[no-untyped-call]
+            ready.set()
+            for entry in monitor.listen():
+                words = str(entry["command"]).split()
+                if words[-1:] == [stop]:
+                    return
+                seen.append(words)
+
+    thread = threading.Thread(target=listen)
+    thread.start()
+    assert ready.wait(5)
+    time.sleep(0.05)  # MONITOR is on once its reply came back: give it the round trip
+    work()
+    r.get(stop)
+    thread.join(5)
+    return [words for words in seen if words[0].upper() not in ("GET",)]
+
+
+def policy_commands(commands: list[list[str]], queue: Queue) -> list[list[str]]:
+    """The commands a script ran that touched a policy key (the EVALSHA that
+    names a policy hash among its KEYS is not one)."""
+    names = {getattr(queue.keys, name) for name in ("weights", "ceilings", "rates")}
+    names |= {queue.keys.prefix + name for name in POLICY_KEYS}
+    return [
+        words
+        for words in commands
+        if words[0].upper() != "EVALSHA"
+        and any(w in names or any(f in w for f in POLICY_FAMILIES) for w in words[1:])
+    ]
+
+
+def test_a_queue_without_policies_spends_no_command_on_them(r: redis.Redis, queue: Queue) -> None:
+    """A claim, and a complete-then-claim (the worker's hot path), at claims of
+    1 and of 16, on a queue with no lane policy: one EXISTS per call asks for
+    every policy at once, and no other command touches a policy's key."""
+    load_scripts(r)
+    fill(queue, lanes(40), 3)
+
+    def hot_path() -> None:
+        one = queue.claim(LEASE_MS, worker_id="w:1")
+        assert one is not None
+        many = queue.claim(LEASE_MS, turns=16, worker_id="w:1")
+        assert many is not None
+        done = [(c.job_id, c.token, None) for c in (*one, *many)]
+        claims, errors = queue.complete_many_then_claim(done[:1], LEASE_MS, worker_id="w:1")
+        assert claims
+        assert errors == [None]
+        claims, errors = queue.complete_many_then_claim(done[1:], LEASE_MS, turns=16)
+        assert len(claims) == 16
+        assert errors == [None] * 16
+
+    commands = watched(r, hot_path)
+    scripts = [w for w in commands if w[0].upper() == "EVALSHA"]
+    assert len(scripts) == 4
+    touched = policy_commands(commands, queue)
+    assert [words[0].upper() for words in touched] == ["EXISTS"] * 4, touched
+    assert all(len(words) == 1 + 6 for words in touched)  # the six policy hashes at once
+    # and what each call costs in all, in server calls (scripts' inner commands)
+    counts = measure(r, hot_path)
+    assert counts["exists"] == 4
+    assert "hlen" not in counts
+    assert "hget" not in counts  # no lane's weight, ceiling, rate or tenant

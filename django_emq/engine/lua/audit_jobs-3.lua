@@ -17,6 +17,7 @@
   (in a place its state does not name: detail the place). A row gone since
   the SCAN is skipped.
 ]]
+-- @include "job_key"
 -- @include "places"
 
 local Q = {active = KEYS[1], schedule = KEYS[2], dead = KEYS[3]}

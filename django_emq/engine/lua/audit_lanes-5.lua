@@ -18,7 +18,8 @@
   what is 'depth', 'inflight' or 'ring'. Keys of the wrong type are skipped
   (the doctor reports them on their own).
 ]]
--- @include "item_keys"
+-- @include "lane_active_key"
+-- @include "lane_key"
 
 local Q = {onring = KEYS[1], paused = KEYS[2], ceilings = KEYS[3], inflight = KEYS[4],
   depths = KEYS[5]}

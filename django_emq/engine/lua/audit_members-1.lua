@@ -16,7 +16,8 @@
   says it belongs elsewhere: detail its state and lane). A member gone since
   the ZSCAN is skipped.
 ]]
--- @include "places"
+-- @include "job_key"
+-- @include "member"
 
 local prefix, state, lane = ARGV[1], ARGV[2], ARGV[3]
 local out = {}

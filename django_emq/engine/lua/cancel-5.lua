@@ -29,15 +29,18 @@
   Returns 'cancelled' or 'requested' (asked again: 'requested' again),
   -1 (no such job) or -3 (finished already: done, dead or cancelled).
 ]]
+-- @include "add_count"
+-- @include "any_unique"
+-- @include "check_q"
+-- @include "expect_type"
+-- @include "finished_job"
+-- @include "guard"
+-- @include "lane_key"
 -- @include "now_ms"
--- @include "item_keys"
--- @include "check"
--- @include "counter"
--- @include "errors"
--- @include "pending"
--- @include "history"
--- @include "policies"
+-- @include "release_unique"
+-- @include "removed_pending"
 -- @include "wake"
+-- @include "with_error"
 
 local Q = {schedule = KEYS[1], depths = KEYS[2], stats = KEYS[3], wake = KEYS[5]}
 local jk, prefix, id = KEYS[4], ARGV[1], ARGV[2]

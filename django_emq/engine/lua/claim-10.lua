@@ -21,6 +21,8 @@
            written with pcall
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
+  derived: <prefix>weights, ceilings, rates, tenants, unique, timeshare: one
+           EXISTS over them all first (includes/policies_off.lua)
   ARGV[2]  lease_ms  lease length; the deadline is server time + lease_ms
   ARGV[3]  turns     how many turns of the ring this call may take (>= 1)
   ARGV[4]  worker    the claiming worker's id (recorded on the job)
@@ -48,10 +50,13 @@
   (empty when the ring is empty).
 ]]
 -- @include "claim_turns"
+-- @include "fail"
+-- @include "policies_off"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
   stats = KEYS[9], turn = KEYS[10]}
+policiesOff(ARGV[1])  -- one read for every lane policy (includes/policies_off.lua)
 local out, broken = claimTurns(Q, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4],
   tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] or '', ARGV[8] or '')
 if broken and #out == 0 then fail(broken[1], broken[2]) end

@@ -19,6 +19,8 @@
   derived: as for complete-8.lua and claim-10.lua
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
+  derived: <prefix>weights, ceilings, rates, tenants, unique, timeshare: one
+           EXISTS over them all first (includes/policies_off.lua)
   ARGV[2]  ttl_ms    how long a finished row is kept; 0 deletes it now
   ARGV[3]  lease_ms  lease length of the claimed jobs
   ARGV[4]  turns     how many turns of the ring the claim may take (>= 1)
@@ -35,13 +37,15 @@
   written; one met by the claim (a lane's own key) only ends the claim: the
   completions stand, and the next plain claim reports the broken key.
 ]]
--- @include "complete_jobs"
 -- @include "claim_turns"
+-- @include "complete_jobs"
+-- @include "policies_off"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], weights = KEYS[6], inflight = KEYS[7], depths = KEYS[8],
   stats = KEYS[9], turn = KEYS[10], wake = KEYS[11]}
 local prefix = ARGV[1]
+policiesOff(prefix)  -- one read for every lane policy (includes/policies_off.lua)
 local codes = completeJobs(Q, prefix, tonumber(ARGV[2]), ARGV, 10)
 local limit = tonumber(ARGV[6])
 local claims = {}

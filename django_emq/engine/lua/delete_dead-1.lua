@@ -14,9 +14,10 @@
   (0 when no lane is given). Ids that are not dead jobs (of the lane) are
   skipped. Every key is checked before the first write (check.lua).
 ]]
--- @include "item_keys"
--- @include "check"
 -- @include "dead_batch"
+-- @include "drop_stale"
+-- @include "expect_type"
+-- @include "lane_dead_key"
 
 local Q = {dead = KEYS[1]}
 local prefix, lane = ARGV[1], ARGV[2]

@@ -17,11 +17,14 @@
 
   Returns {deleted, remaining}.
 ]]
--- @include "item_keys"
--- @include "check"
--- @include "pending"
--- @include "policies"
--- @include "tenants"
+-- @include "any_unique"
+-- @include "check_q"
+-- @include "check_tenant_of"
+-- @include "expect_type"
+-- @include "job_key"
+-- @include "lane_leaves"
+-- @include "release_unique"
+-- @include "removed_pending"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], depths = KEYS[3], stats = KEYS[4]}
 local prefix, lane, pendingKey = ARGV[1], ARGV[2], KEYS[5]

@@ -9,8 +9,9 @@
 
   Returns 1, or -1 (no such job) / -3 (the job is not scheduled).
 ]]
+-- @include "expect_type"
+-- @include "guard"
 -- @include "now_ms"
--- @include "check"
 
 local state = guard(KEYS[2], 'HGET', KEYS[2], 'state')
 if not state then return -1 end

@@ -46,14 +46,24 @@
           enqueued already (its last tick, and that job's id; nothing changed); enq is the row's enqueue time (server clock,
           epoch ms), so the caller's result carries the time a read-back shows.
 ]]
+-- @include "add_count"
+-- @include "add_pending"
+-- @include "check_q"
+-- @include "check_tenant_ring"
+-- @include "count_event"
+-- @include "enter_ring"
+-- @include "expect_type"
+-- @include "guard"
+-- @include "hold_unique"
+-- @include "lane_full"
+-- @include "last_tick"
 -- @include "now_ms"
--- @include "check"
--- @include "counter"
--- @include "pending"
--- @include "ring"
--- @include "policies"
--- @include "history"
--- @include "tenants"
+-- @include "record_tenant"
+-- @include "take_tick"
+-- @include "tenant_of"
+-- @include "tick_job"
+-- @include "unique_holder"
+-- @include "will_join"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],

@@ -10,9 +10,9 @@
 
   Returns the new deadline (ms), or -1 (no such job) / -2 (stale token).
 ]]
--- @include "now_ms"
--- @include "check"
+-- @include "expect_type"
 -- @include "fence"
+-- @include "now_ms"
 
 local lane = fence(KEYS[2], ARGV[2])
 if type(lane) == 'number' then return lane end

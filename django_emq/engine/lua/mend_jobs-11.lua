@@ -28,12 +28,20 @@
   is mended: the doctor deletes a key of the wrong type and runs the step
   again (each step is safe to repeat). Returns how many jobs changed.
 ]]
+-- @include "add_count"
+-- @include "add_pending"
+-- @include "check_lane"
+-- @include "check_q"
+-- @include "check_tenant_of"
+-- @include "drop_inflight"
+-- @include "job_key"
+-- @include "join_ring"
+-- @include "lane_active_key"
+-- @include "lane_dead_key"
+-- @include "lane_key"
 -- @include "now_ms"
--- @include "check"
--- @include "counter"
 -- @include "places"
--- @include "pending"
--- @include "ring"
+-- @include "removed_pending"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], schedule = KEYS[4],
   dead = KEYS[5], paused = KEYS[6], ceilings = KEYS[7], inflight = KEYS[8],

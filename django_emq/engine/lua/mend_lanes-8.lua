@@ -24,8 +24,12 @@
 
   Every key is checked first (check.lua). Returns how many lanes changed.
 ]]
--- @include "check"
--- @include "ring"
+-- @include "check_q"
+-- @include "check_tenant_of"
+-- @include "lane_active_key"
+-- @include "lane_key"
+-- @include "refresh_ring"
+-- @include "serviceable"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4],
   inflight = KEYS[5], depths = KEYS[6], wake = KEYS[7], weights = KEYS[8]}

@@ -21,7 +21,7 @@
 
   Returns the pending total (or -1 when it was not recounted).
 ]]
--- @include "check"
+-- @include "check_q"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], depths = KEYS[3], stats = KEYS[4], wake = KEYS[5]}
 checkQ(Q)

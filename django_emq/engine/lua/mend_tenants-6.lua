@@ -19,9 +19,14 @@
 
   Every key is checked first (check.lua). Returns 1.
 ]]
--- @include "item_keys"
--- @include "check"
--- @include "ring"
+-- @include "any_tenants"
+-- @include "check_q"
+-- @include "expect_type"
+-- @include "lane_key"
+-- @include "serviceable"
+-- @include "tenant_join"
+-- @include "tenant_ring_key"
+-- @include "wake"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4],
   inflight = KEYS[5], wake = KEYS[6]}

@@ -23,11 +23,17 @@
   Returns 1 when moved, 0 when the job is already in that lane,
   -1 (no such job) or -3 (the job is not pending or scheduled).
 ]]
--- @include "item_keys"
--- @include "check"
--- @include "pending"
--- @include "ring"
--- @include "policies"
+-- @include "add_pending"
+-- @include "any_unique"
+-- @include "check_q"
+-- @include "check_tenant_of"
+-- @include "expect_type"
+-- @include "guard"
+-- @include "join_ring"
+-- @include "lane_key"
+-- @include "refresh_ring"
+-- @include "release_unique"
+-- @include "removed_pending"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4],
   inflight = KEYS[5], depths = KEYS[6], stats = KEYS[7], wake = KEYS[8]}

@@ -10,8 +10,8 @@
 
   Returns 1 when kept, 0 when the job is not running, -1 (no such job).
 ]]
+-- @include "guard"
 -- @include "now_ms"
--- @include "check"
 
 local state = guard(KEYS[1], 'HGET', KEYS[1], 'state')
 if not state then return -1 end

@@ -25,12 +25,18 @@
   the earliest job still scheduled or throttled lane (-1 when there is none)
   and lanes the number of throttled lanes that were due.
 ]]
+-- @include "add_pending"
+-- @include "check_q"
+-- @include "check_tenant_of"
+-- @include "due_lanes"
+-- @include "expect_type"
+-- @include "guard"
+-- @include "job_key"
+-- @include "join_ring"
+-- @include "lane_key"
 -- @include "now_ms"
--- @include "item_keys"
--- @include "check"
--- @include "pending"
--- @include "ring"
--- @include "rate"
+-- @include "unthrottle"
+-- @include "wake"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], schedule = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],

@@ -18,7 +18,7 @@
   lease). A row of the wrong type fails the call (check.lua); a heartbeat
   hash or active set of the wrong type only leaves its part empty.
 ]]
--- @include "check"
+-- @include "guard"
 
 local row = guard(KEYS[1], 'HGETALL', KEYS[1])
 local time = redis.call('TIME')

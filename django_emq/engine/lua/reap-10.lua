@@ -39,15 +39,25 @@
   Returns the ids of the jobs whose lease expired (returned to their lanes,
   or dead).
 ]]
+-- @include "add_count"
+-- @include "any_unique"
+-- @include "check_lane"
+-- @include "check_q"
+-- @include "check_tenant_of"
+-- @include "finished_job"
+-- @include "guard"
+-- @include "job_key"
+-- @include "join_ring"
+-- @include "lane_dead_key"
+-- @include "lane_key"
+-- @include "leave_active"
 -- @include "now_ms"
--- @include "check"
--- @include "counter"
--- @include "errors"
+-- @include "release_unique"
 -- @include "return_to_lane"
--- @include "policies"
--- @include "history"
--- @include "tries"
--- @include "timeshare"
+-- @include "ts_active"
+-- @include "ts_settle_all"
+-- @include "with_error"
+-- @include "with_try"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],

@@ -26,13 +26,16 @@
 
   Returns 1, or -1 (no such job) / -2 (stale token); nothing changes then.
 ]]
--- @include "now_ms"
--- @include "check"
--- @include "counter"
+-- @include "add_count"
+-- @include "check_lane"
+-- @include "check_q"
+-- @include "check_tenant_of"
 -- @include "fence"
+-- @include "now_ms"
 -- @include "return_to_lane"
--- @include "tries"
--- @include "timeshare"
+-- @include "ts_active"
+-- @include "ts_settle_all"
+-- @include "with_try"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],

@@ -41,19 +41,25 @@
   Returns {1, state} with state 'pending', 'scheduled' or 'dead',
   or -1 (no such job) / -2 (stale token); nothing changes then.
 ]]
--- @include "now_ms"
--- @include "item_keys"
--- @include "check"
--- @include "counter"
--- @include "errors"
+-- @include "add_count"
+-- @include "add_pending"
+-- @include "any_unique"
+-- @include "check_lane"
+-- @include "check_q"
+-- @include "check_tenant_of"
+-- @include "count_event"
 -- @include "fence"
--- @include "inflight"
--- @include "pending"
--- @include "ring"
--- @include "policies"
--- @include "history"
--- @include "tries"
--- @include "timeshare"
+-- @include "finished_job"
+-- @include "join_ring"
+-- @include "lane_dead_key"
+-- @include "lane_key"
+-- @include "leave_active"
+-- @include "now_ms"
+-- @include "release_unique"
+-- @include "ts_active"
+-- @include "ts_settle_all"
+-- @include "with_error"
+-- @include "with_try"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], schedule = KEYS[4],
   dead = KEYS[5], paused = KEYS[6], ceilings = KEYS[7], inflight = KEYS[8],

@@ -26,12 +26,14 @@
   (0 when no lane is given). Ids that are not dead jobs (of the lane) are
   skipped. Every key is checked before the first write (check.lua).
 ]]
--- @include "item_keys"
--- @include "check"
--- @include "counter"
+-- @include "add_count"
+-- @include "add_pending"
+-- @include "check_q"
 -- @include "dead_batch"
--- @include "pending"
--- @include "ring"
+-- @include "drop_stale"
+-- @include "join_ring"
+-- @include "lane_dead_key"
+-- @include "lane_key"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], dead = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], depths = KEYS[7], stats = KEYS[8],

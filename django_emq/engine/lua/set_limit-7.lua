@@ -16,8 +16,11 @@
 
   Returns 1.
 ]]
--- @include "check"
--- @include "ring"
+-- @include "check_q"
+-- @include "check_tenant_of"
+-- @include "expect_type"
+-- @include "prefix_of_q"
+-- @include "refresh_ring"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4],
   inflight = KEYS[5], wake = KEYS[6]}

@@ -10,7 +10,7 @@
 
   Returns 1, or fails with EMQCORRUPT (nothing written) when the hash is no hash.
 ]]
--- @include "check"
+-- @include "expect_type"
 
 expectType(KEYS[1], 'hash')
 if ARGV[2] == '' then

@@ -16,8 +16,12 @@
 
   Every key is checked before the first write. Returns 1.
 ]]
--- @include "check"
--- @include "tenants"
+-- @include "check_q"
+-- @include "expect_type"
+-- @include "prefix_of_q"
+-- @include "tenant_refresh"
+-- @include "tenant_ring_key"
+-- @include "wake"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], ceilings = KEYS[3], inflight = KEYS[4],
   wake = KEYS[5]}

@@ -1,11 +1,26 @@
+-- @include "add_count"
+-- @include "check_q"
+-- @include "due_lanes"
+-- @include "guard"
+-- @include "in_use"
+-- @include "is_entry"
+-- @include "job_key"
+-- @include "lane_active_key"
+-- @include "lane_key"
+-- @include "lane_rate"
 -- @include "now_ms"
--- @include "item_keys"
--- @include "check"
--- @include "counter"
--- @include "rate"
--- @include "history"
--- @include "timeshare"
--- @include "tenants"
+-- @include "rate_room"
+-- @include "rate_taken"
+-- @include "rated"
+-- @include "started_job"
+-- @include "tenant_done"
+-- @include "tenant_pick"
+-- @include "time_share"
+-- @include "ts_charge"
+-- @include "ts_land"
+-- @include "ts_turn"
+-- @include "unthrottle"
+
 
 -- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness): take up to
 -- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
@@ -50,8 +65,8 @@
 -- .depths, .stats, .turn.
 local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness)
   -- Most queues set no weights or ceilings: then no turn looks them up.
-  local weighted = guard(Q.weights, 'HLEN', Q.weights) > 0
-  local capped = guard(Q.ceilings, 'HLEN', Q.ceilings) > 0
+  local weighted = inUse(Q.weights)
+  local capped = inUse(Q.ceilings)
   checkQ(Q, {'onring', 'active', 'inflight', 'depths', 'stats'})
   local limited = rated(prefix, rate)
   local ts = timeShare(Q, prefix, fairness, weighted)  -- @timeshare: nil unless time-fair

@@ -1,13 +1,26 @@
--- @include "now_ms"
--- @include "item_keys"
--- @include "check"
--- @include "counter"
+-- @include "add_count"
+-- @include "any_unique"
+-- @include "check_q"
+-- @include "check_tenant_ring"
+-- @include "drop_inflight"
+-- @include "enter_ring"
+-- @include "expect_type"
 -- @include "fence"
--- @include "ring"
--- @include "policies"
--- @include "history"
--- @include "tries"
--- @include "timeshare"
+-- @include "finished_jobs"
+-- @include "in_use"
+-- @include "job_key"
+-- @include "lane_active_key"
+-- @include "lane_key"
+-- @include "now_ms"
+-- @include "release_unique"
+-- @include "tenant_capped"
+-- @include "tenant_freed"
+-- @include "tenant_of"
+-- @include "ts_active"
+-- @include "ts_settle_all"
+-- @include "will_join"
+-- @include "with_try"
+
 
 -- completeJobs(Q, prefix, ttl, argv, first): record the success of the jobs
 -- named in argv[first..] (one triple each: id, token, result JSON), each
@@ -54,11 +67,17 @@ local function completeJobs(Q, prefix, ttl, argv, first)
 
   -- checks: the keys the writes touch, and which lanes rejoin the ring
   checkQ(Q, {'active', 'inflight', 'stats'})
+  -- Only a lane held at its ceiling can be off the ring and rejoin it when
+  -- its jobs finish (an empty or paused lane stays so; a throttled one waits
+  -- for its slot): without ceilings, no lane is looked up.
+  local capped = inUse(Q.ceilings)
   local joins, anyJoins = {}, false
   for _, lane in ipairs(lanes) do
     expectType(laneActiveKey(prefix, lane), 'zset')
-    joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
-    anyJoins = anyJoins or joins[lane]
+    if capped then
+      joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
+      anyJoins = anyJoins or joins[lane]
+    end
     -- [tenants] a tenant freed from its ceiling may rejoin the top ring
     local tenant = tenantOf(prefix, lane)
     if tenant and tenantCapped(Q, tenant) then

@@ -1,6 +1,9 @@
--- @include "item_keys"
--- @include "check"
--- @include "tenants"
+-- @include "check_lane"
+-- @include "check_tenant_of"
+-- @include "guard"
+-- @include "job_key"
+-- @include "lane_dead_key"
+
 
 -- deadBatch(Q, prefix, lane, limit, ids): the dead jobs one call works on.
 -- With ids (a table, may be empty) those ids, each checked to be a dead job
@@ -34,12 +37,4 @@ local function deadBatch(Q, prefix, lane, limit, ids)
     end
   end
   return batch, stale
-end
-
--- dropStale(Q, prefix, lane, stale): the writes deadBatch left to its caller.
-local function dropStale(Q, prefix, lane, stale)
-  for _, entry in ipairs(stale) do
-    redis.call('ZREM', laneDeadKey(prefix, lane), entry[1])
-    if entry[2] then redis.call('ZREM', Q.dead, entry[1]) end
-  end
 end

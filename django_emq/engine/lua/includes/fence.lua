@@ -1,4 +1,5 @@
--- @include "check"
+-- @include "guard"
+
 
 -- fence(jk, token): check that the job exists, is active, and that token is
 -- its current attempt. Returns the job's lane and its `tries` (includes/tries.lua:

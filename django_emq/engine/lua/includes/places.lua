@@ -1,12 +1,18 @@
--- @include "item_keys"
+-- @include "lane_active_key"
+-- @include "lane_dead_key"
+-- @include "lane_key"
+-- @include "member"
 
--- member(key, id): whether id is in the sorted set key; a key of the wrong
--- type (reported on its own by the doctor) reads as "not a member".
-local function member(key, id)
-  local score = redis.pcall('ZSCORE', key, id)
-  if type(score) == 'table' then return false end
-  return score ~= false
-end
+
+-- PLACES_OF_STATE: the places a job of each state must be in (and no other).
+local PLACES_OF_STATE = {
+  pending = {pending = true},
+  active = {active = true, laneActive = true},
+  scheduled = {schedule = true},
+  dead = {dead = true, laneDead = true},
+  done = {},
+  cancelled = {},
+}
 
 -- places(Q, prefix, id, lane): where job id sits, as a table of flags:
 -- pending (its lane's pending set), active, laneActive, schedule, dead,
@@ -21,13 +27,3 @@ local function places(Q, prefix, id, lane)
     laneDead = member(laneDeadKey(prefix, lane), id),
   }
 end
-
--- PLACES_OF_STATE: the places a job of each state must be in (and no other).
-local PLACES_OF_STATE = {
-  pending = {pending = true},
-  active = {active = true, laneActive = true},
-  scheduled = {schedule = true},
-  dead = {dead = true, laneDead = true},
-  done = {},
-  cancelled = {},
-}

@@ -1,7 +1,8 @@
--- @include "item_keys"
--- @include "inflight"
--- @include "pending"
--- @include "ring"
+-- @include "add_pending"
+-- @include "join_ring"
+-- @include "lane_key"
+-- @include "leave_active"
+
 
 -- returnToLane(Q, prefix, id, lane, jk, seq, fields): an active job goes back
 -- to the head of its own lane at its mint place (seq, read from its row before

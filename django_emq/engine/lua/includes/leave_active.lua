@@ -1,6 +1,6 @@
--- @include "item_keys"
--- @include "counter"
--- @include "tenants"
+-- @include "drop_inflight"
+-- @include "lane_active_key"
+-- @include "tenant_freed"
 
 -- leaveActive(Q, prefix, id, lane): the job leaves the active set and its
 -- lane's active set, and its lane's in-flight count drops by one (the field

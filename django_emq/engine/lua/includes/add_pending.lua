@@ -1,4 +1,4 @@
--- @include "counter"
+-- @include "add_count"
 
 -- addPending(Q, lane, pendingKey, id, score) / removedPending(Q, lane, n):
 -- keep the depth index and the queue's pending total in step with the lanes.
@@ -7,12 +7,4 @@ local function addPending(Q, lane, pendingKey, id, score)
   redis.call('ZADD', pendingKey, score, id)
   redis.call('ZINCRBY', Q.depths, 1, lane)
   addCount(Q.stats, 'pending', 1, 0)
-end
-
-local function removedPending(Q, lane, n)
-  if n <= 0 then return end
-  if tonumber(redis.call('ZINCRBY', Q.depths, -n, lane)) <= 0 then
-    redis.call('ZREM', Q.depths, lane)
-  end
-  addCount(Q.stats, 'pending', -n, 0)
 end

@@ -4,15 +4,3 @@
 local function laneKey(prefix, lane)
   return prefix .. 'g:' .. lane .. ':pending'
 end
-
-local function laneActiveKey(prefix, lane)
-  return prefix .. 'g:' .. lane .. ':active'
-end
-
-local function laneDeadKey(prefix, lane)
-  return prefix .. 'g:' .. lane .. ':dead'
-end
-
-local function jobKey(prefix, id)
-  return prefix .. 'job:' .. id
-end

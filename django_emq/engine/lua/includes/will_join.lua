@@ -1,21 +1,7 @@
--- @include "check"
--- @include "serviceable"
--- @include "wake"
--- @include "tenants"
-
--- joinRing(Q, lane, pendingKey): put the lane at the tail of the ring if it is
--- serviceable and not already there, and wake one parked worker. O(1): the
--- on-ring set answers membership, the ring list is never scanned. A tenanted
--- lane joins its tenant's ring (includes/tenants.lua; the script's read phase
--- called checkTenantOf for the lane).
--- Q needs .ring, .onring, .paused, .ceilings, .inflight, .wake.
-local function joinRing(Q, lane, pendingKey)
-  if redis.call('SISMEMBER', Q.onring, lane) == 1 then return false end
-  if not serviceable(Q, lane, pendingKey) then return false end
-  laneEnters(Q, lane)
-  wake(Q, 1)
-  return true
-end
+-- @include "check_tenant_ring"
+-- @include "guard"
+-- @include "prefix_of_q"
+-- @include "tenant_of"
 
 -- willJoin(Q, lane, pendingKey, depth, inflightDrop): for the hot paths, which
 -- read first and write last: whether the lane must join the ring once the
@@ -43,23 +29,4 @@ local function willJoin(Q, lane, pendingKey, depth, inflightDrop)
   if guard(throttled, 'ZSCORE', throttled, lane) then return false end
   if tenant then checkTenantRing(prefixOfQ(Q), tenant) end  -- [tenants] it joins that ring
   return true
-end
-
--- enterRing(Q, lane): the lane joins its ring's tail (willJoin said so) and one
--- parked worker is woken. Q needs .ring, .onring, .ceilings, .inflight, .wake.
-local function enterRing(Q, lane)
-  laneEnters(Q, lane)
-  wake(Q, 1)
-end
-
--- refreshRing(Q, lane, pendingKey): make the lane's ring membership match its
--- serviceability, in either direction. Leaving the ring from an arbitrary
--- position costs an LREM over the ring, so only lane-control operations
--- (pause, ceiling, drain, move) call this; the hot paths never do.
-local function refreshRing(Q, lane, pendingKey)
-  if serviceable(Q, lane, pendingKey) then
-    return joinRing(Q, lane, pendingKey)
-  end
-  laneLeaves(Q, lane)
-  return false
 end

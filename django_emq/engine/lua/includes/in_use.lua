@@ -1,0 +1,12 @@
+-- @include "check"
+-- @include "guard"
+
+-- inUse: documented in includes/check.lua.
+local function inUse(key)
+  local known = IN_USE[key]
+  if known == nil then
+    known = guard(key, 'HLEN', key) > 0
+    IN_USE[key] = known
+  end
+  return known
+end

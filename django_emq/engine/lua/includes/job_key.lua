@@ -1,0 +1,3 @@
+local function jobKey(prefix, id)
+  return prefix .. 'job:' .. id
+end

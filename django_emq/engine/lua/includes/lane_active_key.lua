@@ -1,0 +1,3 @@
+local function laneActiveKey(prefix, lane)
+  return prefix .. 'g:' .. lane .. ':active'
+end

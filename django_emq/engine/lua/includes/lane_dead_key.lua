@@ -1,0 +1,3 @@
+local function laneDeadKey(prefix, lane)
+  return prefix .. 'g:' .. lane .. ':dead'
+end

@@ -1,0 +1,13 @@
+-- @include "expect_type"
+-- @include "in_use"
+-- @include "ts_key"
+
+-- tsActive(prefix): whether the queue has time-share state (then ending
+-- attempts settle their charges). Reads only: checks the timeshare and
+-- weights hashes' types.
+local function tsActive(prefix)
+  local key = tsKey(prefix)
+  if not inUse(key) then return false end
+  expectType(prefix .. 'weights', 'hash')
+  return true
+end

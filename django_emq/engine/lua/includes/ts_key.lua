@@ -1,0 +1,4 @@
+-- tsKey: documented in includes/timeshare.lua.
+local function tsKey(prefix)
+  return prefix .. 'timeshare'
+end

@@ -1,0 +1,10 @@
+-- @include "job_key"
+-- @include "ts_forget_idle"
+-- @include "ts_settle"
+
+-- tsSettleAll(prefix, lane, ids, now, inflightKey): tsSettle for each of the
+-- lane's jobs, then tsForgetIdle.
+local function tsSettleAll(prefix, lane, ids, now, inflightKey)
+  for _, id in ipairs(ids) do tsSettle(prefix, lane, jobKey(prefix, id), now) end
+  tsForgetIdle(prefix, lane, inflightKey, #ids)
+end
