@@ -17,7 +17,7 @@ from django_emq import lane_id
 from django_emq.backend import FairLanesBackend
 from django_emq.engine.queue import Queue
 from django_emq.worker import Worker, WorkerOptions
-from django_emq.worker import core as worker_core
+from django_emq.worker import window as worker_window
 from tests.helpers import wait_for
 from tests.invariants import check_invariants
 from tests.test_worker import processes, runs, worker_process
@@ -130,7 +130,7 @@ def test_stopping_releases_prefetched_jobs_at_once(
 ) -> None:
     """Jobs claimed ahead behind a long one go back to the head of their lane as
     soon as the worker is told to stop; the long one finishes in its grace."""
-    monkeypatch.setattr(worker_core, "BATCH_TARGET", 60.0)  # every job counts as short
+    monkeypatch.setattr(worker_window, "BATCH_TARGET", 60.0)  # every job counts as short
     q = queue()
     lane = LANES[0]
     q.enqueue_many(
@@ -217,7 +217,7 @@ def test_a_blocking_sync_job_holds_back_no_job_the_other_threads_can_take(
     """Sync jobs wait in one line the threads take from: while one thread is
     held by a job that blocks, the jobs claimed with it and after it run on the
     other thread, however short the jobs so far (no chunk goes down with it)."""
-    monkeypatch.setattr(worker_core, "BATCH_TARGET", 60.0)  # every job counts as short
+    monkeypatch.setattr(worker_window, "BATCH_TARGET", 60.0)  # every job counts as short
     q = queue()
     lane = LANES[0]
     q.enqueue_many(

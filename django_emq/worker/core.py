@@ -3,8 +3,8 @@ tasks on the event loop, sync tasks on the threads), and hands outcomes on.
 
 A worker of ``concurrency`` N holds at most N + ``window`` jobs: the window
 lets it claim short jobs ahead (up to ``prefetch`` - 1 of them, as many as
-its N slots run in :data:`BATCH_TARGET`); for jobs that take that long it is 0,
-so a claim asks for exactly the slots that are free. Every job is checked
+its N slots run in about 10 ms, see :mod:`.window`); for jobs that take that
+long it is 0, so a claim asks for exactly the slots that are free. Every job is checked
 just before it starts: one whose lease is not surely still this worker's
 (lost, or its deadline close by the worker's own clock) is handed back
 instead (:meth:`~django_emq.worker.jobs.Job.may_start`).
@@ -51,11 +51,10 @@ from .outcomes import CALL_ERRORS, Outcomes, Success
 from .shard import Shard
 from .signals import listening, send_all, send_batch
 from .threads import Finished, Take, Threads
+from .window import Window
 
 logger = logging.getLogger("django_emq.worker")
 
-#: Jobs are claimed ahead while the ones run take less than this on average.
-BATCH_TARGET = 0.01
 #: How much of the lease must be left, by the worker's own clock, for a job to start.
 START_MARGIN = 0.25
 
@@ -75,8 +74,8 @@ class Core:
         self.suspects = 0
         self.claimed = 0
         self.counts: Counter[str] = Counter()
-        #: The jobs' average run time so far (seconds; ``None`` before the first).
-        self._average: float | None = None
+        #: How far to claim ahead, learnt from the jobs' run times.
+        self.ahead = Window(plan.concurrency, plan.prefetch)
         self._running_async = 0
         self._waiting_async: deque[Job] = deque()
         self.stopping = False
@@ -102,7 +101,7 @@ class Core:
         while stopping, at ``max_jobs``, or while a suspect is held."""
         if self.stopping or self.suspects:
             return 0
-        capacity = self.plan.concurrency + self.window()
+        capacity = self.plan.concurrency + self.ahead.size()
         free = capacity - self.executing
         if self.plan.max_jobs is not None:
             free = min(free, self.plan.max_jobs - self.claimed)
@@ -233,7 +232,7 @@ class Core:
         if job.over:  # released meanwhile (past the grace)
             return
         if job.started:
-            self._learn(job.ended - job.started)
+            self.ahead.learn(job.ended - job.started)
         if isinstance(outcome, Done):  # recorded later, with a claim: the slot is free now
             self._stopped_executing(job)
             self.outcomes.add(Success(job, outcome.encoded, outcome.value))
@@ -245,21 +244,6 @@ class Core:
         if job.claim.expiries:
             self.suspects -= 1
         self.changed.set()
-
-    def _learn(self, duration: float) -> None:
-        """One more job's run time into the average (:meth:`window` reads it)."""
-        last = self._average
-        self._average = duration if last is None else 0.8 * last + 0.2 * duration
-
-    def window(self) -> int:
-        """How many jobs to claim ahead (worked out once per claim, not per job):
-        as many as the ``concurrency`` slots run in about ``BATCH_TARGET``, so
-        they do not run dry while the next claim is on its way; at most
-        ``prefetch`` - 1, none before the first job ran."""
-        if self._average is None:
-            return 0
-        runs = self.plan.concurrency * BATCH_TARGET / max(self._average, 1e-5)
-        return min(self.plan.prefetch - 1, int(runs))
 
     async def _record_failure(self, job: Job, failed: Failed) -> None:
         try:
