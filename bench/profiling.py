@@ -57,7 +57,7 @@ LOOP_THREAD: list[tuple[str, tuple[str, ...]]] = [
     ("per-job log lines (job_line)", ("job_line",)),
     ("waking a sleeping sync thread (Threads._put)", ("Threads._put",)),
     ("parsing the claims (parse_claims)", ("parse_claims",)),
-    ("the claim call: arguments, redis-py, reply", ("AsyncScripts.__call__",)),
+    ("the claim call: arguments, redis-py, reply", ("AsyncRunner.io",)),
     ("successes recorded: settled, counted (Core._recorded)", ("Core._recorded",)),
     ("claims held and dispatched (Core.register)", ("Core.register",)),
     ("outcomes back from the threads (Core._delivered)", ("Threads._hand_over",)),
