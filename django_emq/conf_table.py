@@ -165,7 +165,7 @@ class EMQSettings:
         parse.duration, "seconds running jobs get to finish on SIGTERM",
         default=30.0, backend=True, env=float, flag="grace",
     )  # fmt: skip
-    #: Most jobs a worker's job thread claims at once (it claims fewer while jobs are long).
+    #: How far a worker claims ahead of its free slots while jobs are short.
     prefetch: int = setting(
         parse.at_most(MAX_PREFETCH, parse.positive_int),
         "most jobs claimed ahead of the free slots, plus one, while jobs are short",

@@ -106,6 +106,8 @@ def test_a_task_search_heading_counts_what_it_found_and_pages_past_the_first_pag
     assert set(listed(first) + listed(second)) == set(done)
     assert 'rel="next"' not in second
     assert 'rel="prev"' in second
+    past = html(viewer.get(JOBS, {"q": "tests.tasks.", "page": "9"}))  # a stale link
+    assert heading(past) == heading(second), "a page past the hits shows the last page"
     monkeypatch.setattr(JobAdmin, "jobs_per_page", 10)
     few = html(viewer.get(JOBS, {"q": "tests.tasks."}))
     assert heading(few) == "7 jobs whose task path starts with “tests.tasks.”"

@@ -147,6 +147,16 @@ def test_a_shorter_lease_flag_shortens_the_beat_with_it(two_backends: redis.Redi
     assert plan(WorkerOptions(lease=0.3), "short").beat_s == pytest.approx(0.1)
 
 
+@pytest.mark.parametrize(("beat", "lease"), [(40, None), (5, 2), (2, 2)])
+def test_a_beat_flag_as_long_as_the_lease_is_refused(
+    two_backends: redis.Redis, beat: float, lease: float | None
+) -> None:
+    """Leases are extended every beat: a --beat of the lease or longer would let
+    running jobs' leases expire, so the plan refuses it (the settings' own rule)."""
+    with pytest.raises(ValueError, match=r"^--beat .* must be shorter than the lease"):
+        plan(WorkerOptions(beat=beat, lease=lease), "default")
+
+
 def test_a_bad_flag_is_refused_naming_it(two_backends: redis.Redis) -> None:
     with pytest.raises(ValueError, match=r"^prefetch must be at most 1000"):
         plan(WorkerOptions(prefetch=1001), "short")

@@ -321,6 +321,18 @@ def test_commands_say_when_no_server_is_configured(
     assert "DEBUG is off" in err
 
 
+def test_commands_say_a_bad_setting_in_one_line(emq_dir: Path, settings: SettingsWrapper) -> None:
+    """An invalid key elsewhere in EMQ is an error message naming it, not a
+    traceback, and the message says how to reach a server anyway (--dir)."""
+    settings.DEBUG = True
+    settings.EMQ = {"EMBEDDED_DIR": emq_dir, "LEASE": -1}
+    code, _, err = manage("emq_valkey_status")
+    assert code == 1
+    assert "EMQ['LEASE']" in err
+    assert "--dir" in err
+    assert "Traceback" not in err
+
+
 def test_manage_py_status_exits_with_its_code(emq_dir: Path) -> None:
     """The commands as an operator runs them: ``manage.py`` in a shell."""
     env = {k: v for k, v in os.environ.items() if k != "EMQ_URL"}

@@ -143,6 +143,8 @@ class JobAdmin(JobActionViews, ChartViews):
             found = self._search(queue, query, number * per + 1)  # one more: are there more?
             if isinstance(found, str):
                 return redirect(found)
+            # a page past the hits (a stale link, jobs expired since): the last page
+            number = max(1, min(number, -(-len(found) // per)))
             shown = found[(number - 1) * per : number * per]
             more = len(found) > number * per and number < self.search_pages
             search = {

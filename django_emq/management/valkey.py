@@ -12,6 +12,7 @@ from django.core.management.base import CommandError
 
 from django_emq import embedded
 from django_emq.conf import emq_settings
+from django_emq.exceptions import ConfigurationError
 from django_emq.url import redact
 
 
@@ -32,7 +33,10 @@ def embedded_dir(options: dict[str, Any], doing: str) -> Path:
     naming a leftover embedded server under the default folder, if one runs)."""
     if options.get("dir") is not None:
         return Path(options["dir"]).resolve()
-    conf = emq_settings()
+    try:
+        conf = emq_settings()
+    except ConfigurationError as exc:  # a bad setting must not hide the server
+        raise CommandError(f"{exc}; --dir <folder> names an embedded server's folder") from None
     if conf.embedded:
         return conf.embedded_dir.resolve()
     if conf.url is not None:

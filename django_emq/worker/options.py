@@ -75,6 +75,12 @@ def plan(options: WorkerOptions, alias: str) -> Plan:
     # The beat of the settings is shorter than their lease; a shorter --lease
     # shortens it with it, unless --beat says otherwise.
     beat_s = s.beat if options.beat is not None else min(s.beat, lease_ms / 3000)
+    if beat_s >= lease_ms / 1000:  # --beat given: the settings' rule, checked again
+        raise ValueError(
+            f"--beat {beat_s:g} must be shorter than the lease ({lease_ms / 1000:g} s): "
+            "the worker extends leases every beat, so a longer beat lets running jobs' "
+            "leases expire"
+        )
     worker_id = options.worker_id or f"{socket.gethostname()}:{os.getpid()}"
     if not WORKER_ID_RE.fullmatch(worker_id):
         raise ValueError(f"{worker_id!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")
