@@ -50,10 +50,17 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def worker_process(*args: str) -> subprocess.Popen[bytes]:
+def worker_process(
+    *args: str, settings_module: str = "tests.settings", environ: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """A worker in its own process group (``--reload`` forks a child that must
-    go with it), with SIGINT at its default."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(ROOT)}
+    go with it), with SIGINT at its default; ``environ`` adds to its environment."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": settings_module,
+        "PYTHONPATH": str(ROOT),
+        **(environ or {}),
+    }
     return subprocess.Popen(
         [sys.executable, "-m", "django", "run_emq_worker", *args],
         cwd=ROOT,

@@ -8,10 +8,8 @@ command-line options win over both. The worker's settings module is
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -25,7 +23,7 @@ from django_emq.connection import get_connection
 from django_emq.engine.queue import Queue
 from django_emq.engine.rows import Outcome, Row, attempt_history
 from tests.helpers import wait_for
-from tests.test_worker import ROOT, _default_sigint, processes, runs
+from tests.test_worker import processes, runs, worker_process
 
 pytestmark = pytest.mark.django_db
 __all__ = ["processes"]  # the fixture, shared with test_worker
@@ -53,20 +51,12 @@ def tuned(emq: redis.Redis, settings: Any, options: dict[str, Any]) -> Queue:
 def worker(options: dict[str, Any], *args: str) -> subprocess.Popen[bytes]:
     """``run_emq_worker --backend tuned`` in a process of its own, the backend's
     ``OPTIONS`` being ``options``."""
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.tuned_settings",
-        "PYTHONPATH": str(ROOT),
-        "EMQ_TEST_OPTIONS": json.dumps(options),
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "django", "run_emq_worker", "--backend", "tuned", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=_default_sigint,
+    return worker_process(
+        "--backend",
+        "tuned",
+        *args,
+        settings_module="tests.tuned_settings",
+        environ={"EMQ_TEST_OPTIONS": json.dumps(options)},
     )
 
 
