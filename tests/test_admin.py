@@ -8,7 +8,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -504,6 +504,45 @@ def test_the_detail_lists_in_flight_jobs_with_lease_left_and_attempt(
     assert 0 < int(left.group(1)) <= LONG_LEASE // 1000
 
 
+def test_the_detail_lists_scheduled_jobs_deferred_and_retrying_by_due_time(
+    q: Queue, viewer: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deferred (``run_after``) and backing off before a retry, soonest due
+    first, the first page of them; another lane's are not shown."""
+    monkeypatch.setattr(emq_admin.LaneAdmin, "jobs_per_page", 2)
+    now = datetime.now(UTC)
+    late = q.enqueue(A, "tests.tasks.noop", run_after=now + timedelta(hours=2)).job_id
+    q.enqueue(B, "tests.tasks.noop", run_after=now + timedelta(minutes=1))
+    (retrying,) = fill(q, A, 1)
+    c = claim_one(q)
+    assert q.retry(c.job_id, c.token, ERROR, 600_000) == "scheduled"  # due in 10 min
+    page = html(viewer.get(detail(A)))
+    scheduled = page[page.index('id="emq-scheduled"') : page.index('id="emq-inflight"')]
+    assert re.findall(r'emq-id"><a href="[^"]+">(JOB\w+)<', scheduled) == [retrying, late]
+    assert "The first 2 scheduled jobs, by due time" in scheduled
+    assert "<td>9 min" in scheduled or "<td>10 min" in scheduled, "due in"
+    monkeypatch.setattr(emq_admin.LaneAdmin, "jobs_per_page", 5)
+    page = html(viewer.get(detail(A)))
+    assert "2 scheduled jobs, by due time" in page
+    assert "The first" not in page
+    empty = html(viewer.get(detail(C)))
+    assert "No job of this lane is scheduled." in empty
+
+
+def test_a_lanes_scheduled_jobs_are_looked_for_in_the_schedules_head_only(q: Queue) -> None:
+    """Three round trips and ``SCHEDULE_LOOKED_AT`` entries at most: a lane's
+    jobs due after that many others are not found, and the page says so."""
+    later = datetime.now(UTC) + timedelta(hours=1)
+    for i in range(3):
+        q.enqueue(B, "tests.tasks.noop", run_after=later + timedelta(seconds=i))
+    mine = q.enqueue(A, "tests.tasks.noop", run_after=later + timedelta(seconds=9)).job_id
+    found = browse.scheduled_jobs(q, A, limit=5, look_at=3)
+    assert (found.jobs, found.looked_at, found.queue_total) == ([], 3, 4)
+    found = browse.scheduled_jobs(q, A, limit=5, look_at=4)
+    assert [job.job_id for job, _ in found.jobs] == [mine]
+    assert found.jobs[0][0].state == "scheduled"
+
+
 def test_an_expired_lease_is_shown_as_expired(q: Queue, viewer: Client) -> None:
     fill(q, A, 1)
     c = claim_one(q, 1)
@@ -803,6 +842,10 @@ def populate(q: Queue, lanes: int) -> None:
         q.enqueue_many(jobs[i : i + 2_000])
     for i in range(5):
         beat(q, f"w:{i}", browse.overview(q).server_ms)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    q.enqueue(A, "tests.tasks.noop", run_after=later)
+    for i in range(min(lanes, 1_100)):  # a schedule longer than the lane page looks through
+        q.enqueue(lane(1_000 + i), "tests.tasks.noop", run_after=later + timedelta(seconds=1))
 
 
 def test_every_page_costs_the_same_round_trips_with_10_and_5000_lanes(

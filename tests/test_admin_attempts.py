@@ -236,6 +236,34 @@ def test_a_failure_no_attempt_stands_for_is_listed_apart(q: Queue, viewer: Clien
     assert "JobCancelled" in page
 
 
+def ran(page: str) -> str:
+    found = re.search(r"\(ran ([^)]*)\)", page)
+    assert found, "no ran time"
+    return found.group(1)
+
+
+def test_the_ran_time_sums_the_attempts_and_leaves_out_the_back_off_between(
+    q: Queue, viewer: Client
+) -> None:
+    """Three attempts of 0.2 s, 0.3 s and 0.5 s over 99 s (back-off between
+    them): it ran 1.0 s. A row that keeps no attempt times has its span."""
+    (job,) = fill(q, A, 1)
+    for _ in range(2):
+        claim = claim_one(q)
+        q.retry(job, claim.token, error("boom"))
+    claim = claim_one(q)
+    q.complete(job, claim.token, 1)
+    base = 1_700_000_000_000
+    key = q.keys.job(job)
+    q.connection.hset(key, mapping={
+        Row.STARTED: base, Row.FINISHED: base + 99_000,
+        Row.TRIES: f"{base}+200f,{base + 40_000}+300f,{base + 98_500}+500d",
+    })  # fmt: skip
+    assert ran(html(viewer.get(job_url(job)))) == "1.0 s"
+    q.connection.hdel(key, Row.TRIES)
+    assert ran(html(viewer.get(job_url(job)))) == "1 min 39 s"
+
+
 ODD_ROWS: dict[str, dict[str, str]] = {
     "tries garbage": {Row.TRIES: "x,1+y,<b>,99999999999999"},
     "attempts garbage": {Row.ATTEMPTS: "many"},

@@ -76,6 +76,14 @@ def test_each_state_lists_its_jobs(q: Queue, viewer: Client) -> None:
     assert {running.job_id, done.job_id} == {a[0], b[0]}
 
 
+def test_the_dead_list_names_the_exception_class_once(q: Queue, viewer: Client) -> None:
+    """The class stands beside the message; the message does not repeat it."""
+    make_dead(q, B)
+    page = html(viewer.get(JOBS, {"state": "dead"}))
+    assert "<strong>builtins.ValueError</strong> boom" in page
+    assert page.count("ValueError") == 1
+
+
 def heading(page: str) -> str:
     found = re.search(r'<span id="emq-search-heading">(.*?)</span>', page, re.S)
     assert found, "no search heading"

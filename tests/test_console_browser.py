@@ -9,7 +9,7 @@ docs' pictures."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -249,11 +249,14 @@ def test_a_lanes_page_says_running_lays_out_its_rate_form_and_words_empty_lists(
 ) -> None:
     """One word for claimed jobs ("running", never "in flight" or "active"),
     the rate form on one row under its label, empty lists and a cancelled
-    job in words of their own; light and dark screenshots of the lane."""
+    job in words of their own, the lane's scheduled jobs listed; light and
+    dark screenshots of the lane."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     make_user("operator", password="s3cret!", staff=True, perms=["manage_lanes"])
     mallory = make_user("mallory")
     jobs = [enqueue_for(mallory, tasks.record, f"m{i}") for i in range(3)]
+    deferred = tasks.record.using(run_after=datetime.now(ZoneInfo("UTC")) + timedelta(hours=2))
+    later = enqueue_for(mallory, deferred, "later")
     base = live_server.url + "/admin/django_emq/"
     browser.get(f"{live_server.url}/admin/login/?next=/admin/django_emq/job/")
     browser.find_element(By.ID, "id_username").send_keys("operator")
@@ -281,6 +284,14 @@ def test_a_lanes_page_says_running_lays_out_its_rate_form_and_words_empty_lists(
         assert "0 jobs running" in body.lower()
         assert "None of this lane\u2019s jobs is running." in body
         assert "No dead job in this lane." in body
+        scheduled = browser.find_element(By.ID, "emq-scheduled")
+        assert scheduled.is_displayed()
+        assert later.id in scheduled.text
+        assert "1 scheduled job, by due time" in scheduled.text.lower()
+        pending, running = (
+            browser.find_element(By.ID, i).rect for i in ("emq-pending", "emq-inflight")
+        )
+        assert pending["y"] < scheduled.rect["y"] < running["y"], "between pending and running"
         count, per = (
             browser.find_element(By.ID, i).rect for i in ("emq-rate-count", "emq-rate-per")
         )

@@ -273,6 +273,10 @@ def test_sigterm_past_the_grace_releases_the_job_to_its_lane_head(
     assert row is not None
     assert row["state"] == "pending"
     assert [a.outcome for a in attempt_history(row).kept] == [Outcome.RELEASED]
+    assert p.stdout is not None
+    (line,) = [ln for ln in p.stdout.read().decode().splitlines() if f"job={job.job_id}" in ln]
+    assert line.endswith("outcome=released"), line
+    assert "duration=0.000s" not in line, "it ran until the release: its line says how long"
     claims = q.claim(1000)
     assert claims is not None
     assert claims[0].job_id == job.job_id

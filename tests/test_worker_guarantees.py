@@ -215,3 +215,29 @@ def test_one_line_per_job_under_djangos_default_logging(emq: redis.Redis) -> Non
     assert "error=RuntimeError('boom b') outcome=retry" in retry[0]
     assert len([line for line in lines if ", concurrency 1 " in line]) == 1, out
     assert "Task id=" not in out, "Django's own per-job lines say it again"
+
+
+def test_a_dead_jobs_error_line_carries_its_traceback(emq: redis.Redis) -> None:
+    """The ERROR line of a job that goes dead is followed by the task's
+    traceback (the one recorded on the job), as ``logger.exception`` prints it."""
+    q = backend().queue("default")
+    failing = q.enqueue(B, "tests.tasks.boom", ["dead"])
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.logging_settings",
+        "PYTHONPATH": str(ROOT),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "django", "run_emq_worker", "--burst"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True,
+    ).stderr  # fmt: skip
+    lines = out.splitlines()
+    ours = [i for i, line in enumerate(lines) if f"job={failing.job_id}" in line]
+    at = ours[-1]  # retried until it has failed MAX_ATTEMPTS times (3), then dead
+    assert " ERROR " in lines[at], out
+    assert lines[at].endswith("outcome=dead"), out
+    assert all("Traceback" not in line for line in lines[:at]), "a retry's line has none"
+    below = lines[at + 1 :]
+    assert below[0] == "Traceback (most recent call last):", out
+    assert any(line.endswith(", in boom") for line in below), out
+    assert "RuntimeError: boom dead" in below, out

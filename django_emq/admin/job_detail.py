@@ -154,6 +154,24 @@ def attempts(
     return shown, found.forgotten
 
 
+def _ran_ms(row: Mapping[str, str], server_ms: int, span_ms: int) -> int:
+    """How long the job ran: the sum of its attempts' times (the running one's
+    so far), so the back-off waits between them do not count. A row that keeps
+    no attempt times (from before they were kept) has only its first start and
+    its end: ``span_ms``. Attempts past ``EMQ["HISTORY"]`` are not kept, so
+    their times are not in the sum (the page says how many there were)."""
+    total, timed = 0, False
+    for attempt in attempt_history(row, MOST_ATTEMPTS).kept:
+        end = attempt.end_ms
+        if end is None and attempt.outcome == Outcome.RUNNING:
+            end = server_ms
+        if attempt.start_ms is None or end is None:
+            continue
+        total += max(0, end - attempt.start_ms)
+        timed = True
+    return total if timed else span_ms
+
+
 def job_facts(
     row: Mapping[str, str],
     server_ms: int,
@@ -187,7 +205,7 @@ def job_facts(
         "waited": None
         if enqueued is None or started is None
         else short_duration(started - enqueued),
-        "ran": None if started is None else short_duration(end - started),
+        "ran": None if started is None else short_duration(_ran_ms(row, server_ms, end - started)),
         "cancel_asked": moment(_int(row.get(Row.CANCEL))),
         "args": pretty(row.get(Row.ARGS)),
         "kwargs": pretty(row.get(Row.KWARGS)),

@@ -26,7 +26,7 @@ from ..engine.shards import AnyQueue
 from ..exceptions import JobNotFound
 from ..models import Job
 from .charts import ChartViews
-from .display import Pager, duration, moment, split_error, state_word, worker_alive
+from .display import Pager, duration, error_message, moment, split_error, state_word, worker_alive
 from .job_actions import JobActionViews
 from .job_detail import job_facts
 from .lookup import configured_queues, lane_links, user_lanes
@@ -247,7 +247,7 @@ class JobAdmin(JobActionViews, ChartViews):
                     and bool(page.server_ms)
                     and job.deadline_ms <= page.server_ms,
                     "error_class": error_class,
-                    "error_line": traceback.strip().splitlines()[-1] if traceback.strip() else "",
+                    "error_line": error_message(error_class, traceback),
                 }
             )
         return rows

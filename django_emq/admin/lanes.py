@@ -281,7 +281,8 @@ class LaneAdmin(ActionViews):
     # -- one lane ----------------------------------------------------------------
 
     def lane_view(self, request: HttpRequest, queue_name: str, lane: str) -> HttpResponse:
-        """One lane: settings, pending jobs in run order, in-flight jobs, dead jobs."""
+        """One lane: settings, pending jobs in run order, the first scheduled
+        ones by due time, in-flight jobs, dead jobs."""
         self._require_view(request)
         queue = self._queue(queue_name)
         lane = self._lane(lane)
@@ -296,6 +297,7 @@ class LaneAdmin(ActionViews):
         pending = browse.pending_jobs(home, lane, (pages["pending"] - 1) * per, per)
         inflight = browse.inflight_jobs(home, lane, (pages["inflight"] - 1) * per, per)
         dead = browse.dead_jobs(home, lane, (pages["dead"] - 1) * per, per)
+        scheduled = browse.scheduled_jobs(home, lane, per)
         context = self._context(
             request,
             _("Lane %(lane)s") % {"lane": lane},
@@ -308,6 +310,7 @@ class LaneAdmin(ActionViews):
             pending=self._job_listing(request, "pending", pending, pages["pending"]),
             inflight=self._job_listing(request, "inflight", inflight, pages["inflight"]),
             dead=self._job_listing(request, "dead", dead, pages["dead"]),
+            scheduled=_scheduled_listing(scheduled, pending.server_ms, per),
             action_urls={  # retry-dead -> retry_dead: templates cannot look up dashes
                 name.replace("-", "_"): self._url("action", queue.name, lane, name)
                 for name in ACTIONS
@@ -353,6 +356,21 @@ class LaneAdmin(ActionViews):
         if pager.next is not None:
             urls["next"] = self._query_url(request, **{kind: str(pager.next)})
         return {"rows": rows, "pager": pager, "urls": urls}
+
+
+def _scheduled_listing(page: browse.ScheduledPage, server_ms: int, shown: int) -> dict[str, Any]:
+    """The lane page's scheduled jobs: each with its due time and how long until
+    then; ``more``: there may be more than those shown (the page shows the
+    first ``shown``, or the queue's schedule was longer than was looked through)."""
+    rows = [
+        {"job": job, "due": moment(at), "due_in": duration(at - server_ms)} for job, at in page.jobs
+    ]
+    return {
+        "rows": rows,
+        "more": len(rows) >= shown,
+        "looked_at": page.looked_at,
+        "partial": page.looked_at < page.queue_total,
+    }
 
 
 def _tenant_arg(raw: str | None) -> str | None:

@@ -1,10 +1,13 @@
-"""Bounded reads for operators (the admin): one lane's jobs page by page, one
-job with the heartbeats of its workers, the head of the ring, each lane's
-oldest job, the workers' heartbeats.
+"""Bounded reads for operators (the admin): one lane's jobs page by page (its
+scheduled ones from the head of the queue's schedule), one job with the
+heartbeats of its workers, the head of the ring, each lane's oldest job, the
+workers' heartbeats.
 
-Every call costs a fixed number of round trips (at most two) whatever the
-number of lanes: lanes are read from their own keys (``g:<lane>:pending``,
-``:active``, ``:dead``), never by scanning a queue-wide set.
+Every call costs a fixed number of round trips (at most two; three for a
+lane's scheduled jobs) whatever the number of lanes: lanes are read from
+their own keys (``g:<lane>:pending``, ``:active``, ``:dead``), never by
+scanning a queue-wide set. The schedule is the one queue-wide set a lane's
+page reads, and only its head (:data:`SCHEDULE_LOOKED_AT` entries).
 """
 
 from __future__ import annotations
@@ -173,6 +176,58 @@ def inflight_jobs(queue: Queue, lane: str, offset: int = 0, limit: int = 50) -> 
 def dead_jobs(queue: Queue, lane: str, offset: int = 0, limit: int = 50) -> JobPage:
     """The lane's dead jobs, latest death first (two round trips)."""
     return _page(queue, queue.keys.lane_dead(lane), lane, offset, limit, newest=True)
+
+
+#: Most entries of the queue's schedule :func:`scheduled_jobs` looks through
+#: (the schedule is queue-wide: a lane keeps none of its own).
+SCHEDULE_LOOKED_AT = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledPage:
+    """A lane's scheduled jobs with their due times (epoch ms), soonest first;
+    how many of the queue's scheduled jobs were looked through, and how many
+    the queue has (``looked_at < queue_total``: the lane may have more, due
+    later than those looked through)."""
+
+    jobs: list[tuple[JobRow, int]]
+    looked_at: int
+    queue_total: int
+
+
+def scheduled_jobs(
+    queue: Queue, lane: str, limit: int = 50, look_at: int = SCHEDULE_LOOKED_AT
+) -> ScheduledPage:
+    """The lane's first ``limit`` scheduled jobs (deferred by ``run_after``, or
+    backing off before a retry), soonest due first, found among the first
+    ``look_at`` of the queue's schedule. At most three round trips, whatever
+    the number of lanes or of scheduled jobs: the schedule's head, each of its
+    jobs' lane, the rows of the lane's."""
+    validate_lane(lane)
+    if limit < 1 or look_at < 1:
+        raise ValueError(f"bad page: limit {limit}, look_at {look_at}")
+    pipe = queue.connection.pipeline(transaction=False)
+    pipe.zrange(queue.keys.schedule, 0, look_at - 1, withscores=True)
+    pipe.zcard(queue.keys.schedule)
+    head, total = pipe.execute()
+    due = [(text(job_id), int(score)) for job_id, score in head]
+    if not due:
+        return ScheduledPage([], 0, int(total))
+    pipe = queue.connection.pipeline(transaction=False)
+    for job_id, _ in due:
+        pipe.hget(queue.keys.job(job_id), Row.LANE)
+    lanes = pipe.execute()
+    mine = [
+        (job_id, at)
+        for (job_id, at), of in zip(due, lanes, strict=True)
+        if of is not None and text(of) == lane
+    ]
+    mine = mine[:limit]
+    rows, _ = _rows(queue, [job_id for job_id, _ in mine], with_deadlines=False)
+    jobs = [
+        (job_row(job_id, row, lane=lane), at) for (job_id, at), row in zip(mine, rows, strict=True)
+    ]
+    return ScheduledPage(jobs, len(due), int(total))
 
 
 def oldest_enqueued(queue: AnyQueue, lanes: Sequence[str]) -> dict[str, int | None]:

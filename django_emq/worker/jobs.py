@@ -45,6 +45,9 @@ class Job:
     #: that one ran unrecorded, its lease unextended, and a stopping worker
     #: waited its grace for it.
     over: bool = False
+    #: The failure recorded when it went dead (``task_error`` JSON): its
+    #: traceback goes under the job's ERROR line. ``None`` otherwise.
+    error: str | None = None
 
     @property
     def job_id(self) -> str:
@@ -59,4 +62,8 @@ class Job:
 
     @property
     def duration(self) -> float:
-        return max(0.0, self.ended - self.started) if self.started else 0.0
+        """Seconds it ran: from its start to its end, or to now while it still
+        runs (a job released at shutdown past the grace ran until then)."""
+        if not self.started:
+            return 0.0
+        return max(0.0, (self.ended or time.monotonic()) - self.started)

@@ -2,7 +2,8 @@
 
 ``run_emq_worker`` logs to the ``django_emq.worker`` logger: a line per job at
 INFO (``lane``, ``job``, ``task``, ``attempt``, ``duration``, ``outcome``
-last; a retry or a dead job names its ``error`` too, at WARNING or ERROR), a summary
+last; a retry or a dead job names its ``error`` too, at WARNING or ERROR, and a
+dead job's line carries the failure's traceback, printed under it), a summary
 every minute. Django's own per-job lines (``django.tasks``: started and
 finished, from its task signals' receivers) stay connected (Django's task
 contract, tested in ``tests/contract``); ``run_emq_worker`` shows them from
@@ -26,6 +27,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
+from ..results import parse_error
 from .jobs import Job
 
 logger = logging.getLogger("django_emq.worker")
@@ -55,7 +57,17 @@ def job_line(job: Job, outcome: str, reason: str | None = None) -> None:
     else:
         msg = ERROR_LINE
         args = (c.lane, c.job_id, c.task_path, c.token, job.duration, reason, outcome)
-    logger.handle(_record(level, msg, args))
+    record = _record(level, msg, args)
+    if job.error is not None:
+        record.exc_text = _traceback(job.error)
+    logger.handle(record)
+
+
+def _traceback(error: str) -> str | None:
+    """The traceback of a recorded failure (``task_error`` JSON), as a record's
+    ``exc_text``: formatters print it under the line, as ``logger.exception``'s."""
+    text = parse_error(error).traceback.rstrip()
+    return text or None
 
 
 def _record(level: int, msg: str, args: tuple[Any, ...]) -> logging.LogRecord:

@@ -189,10 +189,14 @@ class Outcomes:
         try:
             if failed.delay_ms is None:
                 await persist(lambda: job.shard.fail(c.job_id, c.token, failed.error))
+                state = "dead"
+            else:
+                state = await persist(
+                    lambda: job.shard.retry(c.job_id, c.token, failed.error, failed.delay_ms or 0)
+                )
+            if state == "dead":  # its line at ERROR carries the traceback (see .logs)
+                job.error = failed.error
                 return "dead"
-            state = await persist(
-                lambda: job.shard.retry(c.job_id, c.token, failed.error, failed.delay_ms or 0)
-            )
-            return "dead" if state == "dead" else "retry"
+            return "retry"
         except JobError:
             return "stale"
