@@ -39,7 +39,7 @@ def make_workers(url: str, folder: Path, **emq: Any) -> Workers:
     """Workers that can import ``hostile_syntax`` (a module with a syntax
     error, written to ``folder``) and run with ``emq`` over the test settings."""
     modules = folder / "modules"
-    modules.mkdir()
+    modules.mkdir(parents=True)
     (modules / "hostile_syntax.py").write_text("def job(:\n    pass\n")
     env = {
         "PYTHONPATH": f"{ROOT}{os.pathsep}{modules}",
@@ -103,3 +103,45 @@ def test_a_task_module_that_fails_at_import_goes_dead_and_the_worker_goes_on(
     wait_for(lambda: state(q, late.id) == "done", what="a job enqueued after them done")
     assert worker.alive()
     check_invariants(q)
+
+
+def test_a_broken_schedule_never_stops_the_beat(
+    emq: redis.Redis, settings: Any, tmp_path: Path
+) -> None:
+    """Every second: a schedule of a task whose module raises at import (check
+    refuses it; past ``--skip-checks`` its ticks go dead like any such job), one
+    whose tick fails (its last tick unreadable: skipped, logged once), and a
+    fine one, which goes on ticking; so does the worker."""
+    q = backend().queue("default")
+    every_second = {
+        name: {"task": task, "cron": "* * * * * *", "lane": lane_id("SYS", n), "args": args}
+        for n, (name, task, args) in enumerate(
+            [
+                ("hostile", "tests.hostile_raises.job", []),
+                ("corrupt", chaos_tasks.tick.module_path, ["corrupt"]),
+                ("fine", chaos_tasks.tick.module_path, ["fine"]),
+            ],
+            start=1,
+        )
+    }
+    emq.hset(q.keys.ticks, "corrupt", "not a number")
+    scheduled = make_workers(settings.EMQ["URL"], tmp_path, MAX_ATTEMPTS=1, SCHEDULES=every_second)
+    try:
+        refused = scheduled.start("--concurrency", "1")
+        wait_for(lambda: not refused.alive(), what="the worker refused by its checks")
+        assert "emq.E009" in refused.output()
+        assert "Schedule 'hostile' names task 'tests.hostile_raises.job'" in refused.output()
+
+        worker = scheduled.start("--concurrency", "1", "--skip-checks")
+        wait_for(
+            lambda: len(read_runs(scheduled.runs).get("fine", [])) >= 3 and q.totals().dead >= 2,
+            timeout=30,
+            what="three ticks of the fine schedule run, two of the hostile one dead",
+        )
+        assert worker.alive()
+        log = worker.output()
+        assert log.count("schedule corrupt: skipped, its tick failed") == 1
+        assert "corrupt" not in read_runs(scheduled.runs)
+        check_invariants(q)
+    finally:
+        scheduled.close()
