@@ -253,10 +253,16 @@ def _normalised(
 ) -> tuple[list[Any], dict[str, Any]]:
     """The arguments as django.tasks' ``TaskResult`` keeps them (tuples as lists,
     UTF-8 bytes as text); what JSON cannot hold is refused with Django's own
-    message, as an ``InvalidArguments`` (a ``TypeError`` and a ``ValueError``)."""
+    message, as an ``InvalidArguments`` (a ``TypeError`` and a ``ValueError``), and
+    so is an argument that holds itself or is nested deeper than Python recurses."""
     try:
         normal_args: list[Any] = normalize_json(list(args))  # type: ignore[assignment]
         normal_kwargs: dict[str, Any] = normalize_json(dict(kwargs))  # type: ignore[assignment]
+    except RecursionError:
+        raise InvalidArguments(
+            f"{task.module_path}: task arguments are circular (an argument holds itself) "
+            "or nested too deeply to encode as JSON"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise InvalidArguments(
             f"{task.module_path}: task arguments must be JSON-serialisable: {exc}"

@@ -61,6 +61,23 @@ class Opaque:
     pass
 
 
+def circular() -> list[Any]:
+    """A list that holds itself."""
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
+def nested(depth: int) -> list[Any]:
+    """``depth`` lists, each inside the one before (built without recursion)."""
+    outer: list[Any] = []
+    inner = outer
+    for _ in range(depth - 1):
+        inner.append([])
+        inner = inner[0]
+    return outer
+
+
 BAD_ARGUMENTS: dict[str, tuple[Callable[[], Any], str]] = {
     "an object": (lambda: enqueue_for(A, add, Opaque(), 1), "JSON-serialisable"),
     "a set": (lambda: enqueue_for(A, add, {1, 2}, 1), "JSON-serialisable"),
@@ -69,6 +86,9 @@ BAD_ARGUMENTS: dict[str, tuple[Callable[[], Any], str]] = {
     "NaN": (lambda: enqueue_for(A, add, float("nan"), 1), "JSON-serialisable"),
     "a datetime kwarg": (lambda: enqueue_for(A, add, a=datetime.now(UTC), b=1), "serialisable"),
     "int dict keys": (lambda: enqueue_for(A, add, {1: "a"}, 1), "round trip"),
+    "a circular list": (lambda: enqueue_for(A, add, circular(), 1), "circular"),
+    "a circular kwarg": (lambda: enqueue_for(A, add, 1, b={"me": circular()}), "circular"),
+    "lists 100,000 deep": (lambda: enqueue_for(A, add, nested(100_000), 1), "nested too deeply"),
     "one byte over the default 1 MiB": (
         lambda: enqueue_for(A, chaos_tasks.echo, MIB_OF_X + "x"),
         "over the 1048576-byte limit",

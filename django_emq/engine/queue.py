@@ -28,7 +28,7 @@ from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .jobs import JobControl
 from .keys import QueueKeys
 from .ops import BATCH
-from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result
+from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_meta
 from .policies import LanePolicies
 from .reads import QueueReads
 from .records import (
@@ -152,7 +152,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
         attempts = self.max_attempts if spec.max_attempts is None else spec.max_attempts
         positive_int("max_attempts", attempts)
         args_json, kwargs_json = encode_arguments(spec.args, spec.kwargs, self.max_payload)
-        meta_json = "" if not spec.meta else encode_result(dict(spec.meta))
+        meta_json = "" if not spec.meta else encode_meta(spec.meta)
         unique = unique_key_arg(spec.unique_key)
         tick = tick_arg(spec.tick)
         return calls.enqueue(
