@@ -26,6 +26,7 @@ from django.utils.json import normalize_json
 
 from .conf import DOCS, emq_settings, option_problems
 from .connection import get_connection
+from .engine.exceptions import unreachable
 from .engine.ids import validate_job_id, validate_queue_name
 from .engine.payload import encode_arguments
 from .engine.queue import Queue
@@ -209,7 +210,7 @@ class FairLanesBackend(BaseTaskBackend):
             raise InvalidArguments(f"{task.module_path}: {exc}") from None
         except redis.ConnectionError as exc:  # a cluster client could not be built
             raise EnqueueError(
-                f"could not reach Valkey to enqueue on {task.queue_name!r}: {exc}"
+                f"cannot enqueue on {task.queue_name!r}: {unreachable(exc)}"
             ) from exc
         if enqueued.duplicate:  # a job holding the unique key answers in its place
             row = queue.job(enqueued.job_id)

@@ -188,6 +188,34 @@ def test_enqueue_with_nothing_listening_raises_enqueue_error(
         add.enqueue(1, 2)
 
 
+def test_a_wrong_password_is_reported_as_refused_not_unreachable(
+    emq: redis.Redis, settings: Any, tmp_path: Path
+) -> None:
+    """The server answers, and refuses the credentials: the enqueue says so,
+    and so does a real worker's log (it waits for a fix, as for an outage)."""
+    guarded = RestartableServer(tmp_path / "guarded")
+    guarded.start()
+    admin = guarded.client()
+    admin.config_set("requirepass", "right")
+    admin.close()
+    url = f"redis://:wrong@127.0.0.1:{guarded.port}/0"
+    workers = Workers(url, tmp_path / "workers")
+    try:
+        settings.EMQ = {**settings.EMQ, "URL": url}
+        with pytest.raises(EnqueueError, match="Valkey refused the credentials") as refused:
+            enqueue_for(A, add, 1, 2)
+        assert "could not reach" not in str(refused.value)
+        worker = workers.start("--concurrency", "1")
+        wait_for(
+            lambda: "Valkey refused the credentials" in worker.output(),
+            what="the worker saying the credentials were refused",
+        )
+        assert "could not reach" not in worker.output()
+    finally:
+        workers.close()
+        guarded.close()
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[RestartableServer]:
     s = RestartableServer(tmp_path / "valkey")

@@ -23,7 +23,7 @@ from redis.exceptions import RedisClusterException
 from . import calls, ops
 from .api import QueueAPI
 from .control import LaneControl
-from .exceptions import CorruptKeyspace, EnqueueError, JobError, script_error
+from .exceptions import CorruptKeyspace, EnqueueError, JobError, script_error, unreachable
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .jobs import JobControl
 from .keys import QueueKeys
@@ -211,7 +211,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
 
     def _enqueue_error(self, exc: Exception) -> EnqueueError:
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | RedisClusterException):
-            return EnqueueError(f"could not reach Valkey to enqueue on {self.name!r}: {exc}")
+            return EnqueueError(f"cannot enqueue on {self.name!r}: {unreachable(exc)}")
         return EnqueueError(f"Valkey refused to enqueue on {self.name!r}: {exc}")
 
     # -- the worker's side ---------------------------------------------------

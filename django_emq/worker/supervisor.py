@@ -20,6 +20,7 @@ from django.conf import settings
 from ..backend import FairLanesBackend
 from ..conf import emq_settings
 from ..connection import unsupported_reason, version_from_info
+from ..engine.exceptions import unreachable
 from ..engine.runner import AsyncRunner
 from ..exceptions import UNAVAILABLE, ConfigurationError
 from ..schedules import tick
@@ -139,7 +140,7 @@ class Worker:
             except UNAVAILABLE as exc:
                 attempt += 1
                 delay = min(self.plan.beat_s, 0.1 * 2**attempt)
-                logger.warning("Valkey unreachable (%s); retrying in %.2fs", exc, delay)
+                logger.warning("%s; retrying in %.2fs", unreachable(exc), delay)
                 await core.wait(delay)
                 continue
             reason = unsupported_reason(*version_from_info(info))
