@@ -8,8 +8,11 @@ tests/test_enqueue.py; this file covers the path a Django project takes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
+import socket
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -214,6 +217,36 @@ def test_a_wrong_password_is_reported_as_refused_not_unreachable(
     finally:
         workers.close()
         guarded.close()
+
+
+def test_a_service_that_is_not_valkey_stops_the_worker_with_a_clear_error(
+    emq: redis.Redis, tmp_path: Path
+) -> None:
+    """Something else listens on the configured port (here: an HTTP-like
+    answer): the worker exits with one clear line, not a traceback."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                with conn:
+                    conn.recv(1000)
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    workers = Workers(f"redis://127.0.0.1:{port}/0", tmp_path)
+    try:
+        worker = workers.start("--concurrency", "1")
+        wait_for(lambda: not worker.alive(), what="the worker exited")
+        assert worker.process.returncode != 0
+        output = worker.output()
+        assert "the server did not answer as Valkey does" in output
+        assert "Traceback" not in output
+    finally:
+        workers.close()
+        listener.close()
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+import redis
 from django.conf import settings
 
 from ..backend import FairLanesBackend
@@ -143,6 +144,11 @@ class Worker:
                 logger.warning("%s; retrying in %.2fs", unreachable(exc), delay)
                 await core.wait(delay)
                 continue
+            except redis.RedisError as exc:  # it answered, and not as Valkey does
+                raise ConfigurationError(
+                    f"the server did not answer as Valkey does ({exc}): does the URL "
+                    "(EMQ['URL'] / EMQ_URL) name a Valkey server's host and port?"
+                ) from None
             reason = unsupported_reason(*version_from_info(info))
             if reason is not None:
                 raise ConfigurationError(reason)
