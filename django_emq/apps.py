@@ -20,6 +20,7 @@ class EMQConfig(AppConfig):
 
         checks.register(emq_checks.check_settings, "emq")
         checks.register(emq_checks.check_server, "emq")
+        checks.register(emq_checks.check_schedules, "emq")
         setting_changed.connect(on_setting_changed, dispatch_uid="django_emq.conf")
 
 

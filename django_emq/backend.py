@@ -26,6 +26,7 @@ from django.utils.json import normalize_json
 
 from .conf import DOCS, emq_settings, option_problems
 from .connection import get_connection
+from .engine.exceptions import unreachable
 from .engine.ids import validate_job_id, validate_queue_name
 from .engine.payload import encode_arguments
 from .engine.queue import Queue
@@ -209,7 +210,7 @@ class FairLanesBackend(BaseTaskBackend):
             raise InvalidArguments(f"{task.module_path}: {exc}") from None
         except redis.ConnectionError as exc:  # a cluster client could not be built
             raise EnqueueError(
-                f"could not reach Valkey to enqueue on {task.queue_name!r}: {exc}"
+                f"cannot enqueue on {task.queue_name!r}: {unreachable(exc)}"
             ) from exc
         if enqueued.duplicate:  # a job holding the unique key answers in its place
             row = queue.job(enqueued.job_id)
@@ -253,10 +254,16 @@ def _normalised(
 ) -> tuple[list[Any], dict[str, Any]]:
     """The arguments as django.tasks' ``TaskResult`` keeps them (tuples as lists,
     UTF-8 bytes as text); what JSON cannot hold is refused with Django's own
-    message, as an ``InvalidArguments`` (a ``TypeError`` and a ``ValueError``)."""
+    message, as an ``InvalidArguments`` (a ``TypeError`` and a ``ValueError``), and
+    so is an argument that holds itself or is nested deeper than Python recurses."""
     try:
         normal_args: list[Any] = normalize_json(list(args))  # type: ignore[assignment]
         normal_kwargs: dict[str, Any] = normalize_json(dict(kwargs))  # type: ignore[assignment]
+    except RecursionError:
+        raise InvalidArguments(
+            f"{task.module_path}: task arguments are circular (an argument holds itself) "
+            "or nested too deeply to encode as JSON"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise InvalidArguments(
             f"{task.module_path}: task arguments must be JSON-serialisable: {exc}"

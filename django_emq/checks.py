@@ -9,6 +9,7 @@ Registered in ``EMQConfig.ready()``. Ids:
 - ``emq.E005`` a queue of ``TASKS`` shares its name with a shard of a sharded queue;
 - ``emq.E006`` a name in a backend's ``QUEUES`` that cannot name a queue (reported
   by ``FairLanesBackend.check``, which Django runs untagged);
+- ``emq.E009`` a periodic schedule names a task that does not import (or is not a task);
 - ``emq.W001`` an unknown ``EMQ`` key;
 - ``emq.W002`` the server could not be reached to check its version;
 - ``emq.W003`` ``EMQ["SHARDS"]`` names a queue no ``FairLanesBackend`` serves.
@@ -24,7 +25,7 @@ from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
 
-from . import conf, embedded
+from . import conf, embedded, schedules
 from .conf_values import URL_ENV
 from .connection import build_client, server_version, unsupported_reason
 from .engine.placement import shard_tags
@@ -125,6 +126,38 @@ def check_server(
     if reason is None:
         return []
     return [Error(reason, hint="Upgrade the server to Valkey 7+ or Redis 6.2+.", id="emq.E003")]
+
+
+def check_schedules(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """``emq.E009``: every schedule (configured or registered) names a task that
+    imports, else each of its ticks would make a job that can only go dead.
+    (A bad or never-matching cron expression is ``emq.E002``, from the settings.)"""
+    if not _ours(app_configs) or conf.problems():
+        return []
+    from django.tasks import Task
+    from django.utils.module_loading import import_string
+
+    messages: list[CheckMessage] = []
+    for schedule in sorted(schedules.schedules(conf.emq_settings().schedules).values(),
+                           key=lambda s: s.name):  # fmt: skip
+        try:
+            task = import_string(schedule.task)
+        except (Exception, SystemExit) as exc:  # whatever importing it raised
+            problem = f"raises {type(exc).__name__} on import: {exc}"
+        else:
+            if isinstance(task, Task):
+                continue
+            problem = "is not a django.tasks Task"
+        messages.append(
+            Error(
+                f"Schedule {schedule.name!r} names task {schedule.task!r}, which {problem}",
+                hint="Fix the task's module or the schedule's 'task' (a task's dotted path).",
+                id="emq.E009",
+            )
+        )
+    return messages
 
 
 def _served_queues() -> set[str]:

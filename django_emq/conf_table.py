@@ -34,6 +34,11 @@ MAX_PREFETCH = 1000
 MAX_HISTORY = 1000
 #: Longest ``LEASE``, in seconds (24 hours: a claim refuses longer ones).
 MAX_LEASE = MAX_LEASE_MS // 1000
+#: The shortest lease (seconds): a worker extends its leases every beat, and a
+#: lease this short already leaves beats of a third of it (33 ms), each a round
+#: trip; a shorter one expires between beats, sending its jobs dead as if their
+#: worker had died (docs/settings.md).
+MIN_LEASE = 0.1
 #: ``PREFETCH`` unless ``MAX_EXPIRIES`` is 1 (then 1).
 DEFAULT_PREFETCH = 16
 #: Threads a worker runs sync tasks on when neither ``--threads`` nor
@@ -124,7 +129,15 @@ class EMQSettings:
         default=_EMPTY, env=dict,
     )  # fmt: skip
     lease: float = setting(
-        parse.at_most(MAX_LEASE, parse.positive_duration, " seconds (24 hours)"),
+        parse.at_most(
+            MAX_LEASE,
+            parse.at_least(
+                MIN_LEASE,
+                parse.positive_duration,
+                " seconds (shorter leases expire between the beats that extend them)",
+            ),
+            " seconds (24 hours)",
+        ),
         "seconds a claimed job is leased to its worker (extended while it runs)",
         default=30.0, backend=True, env=float, flag="lease",
     )  # fmt: skip

@@ -193,6 +193,19 @@ def at_most(limit: float, parse: Callable[[Any], Any], unit: str = "") -> Callab
     return bounded
 
 
+def at_least(limit: float, parse: Callable[[Any], Any], unit: str = "") -> Callable[[Any], Any]:
+    """``parse``, refusing a value below ``limit`` (``unit`` follows the limit
+    in the message, as for :func:`at_most`)."""
+
+    def bounded(value: object) -> Any:
+        parsed = parse(value)
+        if parsed < limit:
+            raise ValueError(f"must be at least {limit:g}{unit}, not {value!r}")
+        return parsed
+
+    return bounded
+
+
 def optional_positive_int(value: object) -> int | None:
     return None if value is None else positive_int(value)
 

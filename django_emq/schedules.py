@@ -28,9 +28,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
-from .engine.exceptions import EnqueueError
+from .engine.exceptions import UNAVAILABLE, EnqueueError
 from .engine.ids import validate_lane, validate_queue_name, validate_task_path
 from .engine.payload import encode_arguments, text
 from .engine.records import SCHEDULE_NAME_RE, JobSpec
@@ -72,24 +72,37 @@ class Schedule:
         validate_task_path(self.task)
         if not isinstance(self.cron, str) or not croniter.is_valid(self.cron):
             raise ValueError(f"schedule {self.name!r}: {self.cron!r} is not a cron expression")
+        if self.next_after(datetime.now(UTC)) is None:
+            raise ValueError(
+                f"schedule {self.name!r}: {self.cron!r} never matches (no tick in the "
+                "years croniter searches: a day that no month has, such as February 31?)"
+            )
         validate_lane(self.lane)
         validate_queue_name(self.queue)
         if self.missed not in MISSED_POLICIES:
             raise ValueError(f"schedule {self.name!r}: missed must be 'once' or 'skip'")
         encode_arguments(self.args, self.kwargs, 1024 * 1024)
 
-    def latest(self, now: datetime) -> datetime:
-        """The latest tick at or before ``now``."""
-        return croniter(self.cron, now + timedelta(milliseconds=1)).get_prev(datetime)
+    def latest(self, now: datetime) -> datetime | None:
+        """The latest tick at or before ``now`` (``None``: none yet, or ever)."""
+        try:
+            return croniter(self.cron, now + timedelta(milliseconds=1)).get_prev(datetime)
+        except CroniterBadDateError:  # croniter found no match in the years it searches
+            return None
 
-    def next_after(self, moment: datetime) -> datetime:
-        """The first tick after ``moment``."""
-        return croniter(self.cron, moment).get_next(datetime)
+    def next_after(self, moment: datetime) -> datetime | None:
+        """The first tick after ``moment`` (``None``: none in the years croniter searches)."""
+        try:
+            return croniter(self.cron, moment).get_next(datetime)
+        except CroniterBadDateError:
+            return None
 
     def due(self, last_ms: int, now: datetime) -> int | None:
         """The tick (epoch ms) to enqueue now, given the last enqueued one (0:
         none yet), or ``None``: the missed-ticks policy in one place."""
         latest = self.latest(now)
+        if latest is None:
+            return None
         latest_ms = int(latest.timestamp() * 1000)
         if latest_ms <= last_ms:
             return None
@@ -209,28 +222,60 @@ def tick(
             continue
         moment = now or server_now(queue)
         for schedule in mine:
-            due = schedule.due(last_tick(queue, schedule), moment)
-            if due is None:
-                continue
-            # The tick guard and the job are written by one script, on the
-            # lane's shard: whoever runs it first enqueues the tick.
-            spec = JobSpec(
-                schedule.lane,
-                schedule.task,
-                schedule.args,
-                schedule.kwargs,
-                meta={"schedule": schedule.name, "tick": due},
-                tick=(schedule.name, due),
-            )
             try:
-                done = queue.enqueue_spec(spec)
-            except EnqueueError as exc:  # a full lane, say: this tick is tried again
-                logger.warning("schedule %s: tick %s not enqueued: %s", schedule.name, due, exc)
+                job_id = _tick_one(queue, schedule, moment)
+            except UNAVAILABLE:
+                raise  # the server: every schedule's tick is tried again at the next beat
+            except Exception as exc:  # this schedule's own fault: the others go on
+                _report_broken(schedule, exc)
                 continue
-            if not done.duplicate:
-                enqueued.append(done.job_id)
-                logger.info("schedule %s: tick %s enqueued as %s", schedule.name, due, done.job_id)
+            if job_id is not None:
+                enqueued.append(job_id)
     return enqueued
+
+
+def _tick_one(queue: AnyQueue, schedule: Schedule, moment: datetime) -> str | None:
+    """Enqueue ``schedule``'s due tick, if any: the new job's id, or ``None``."""
+    due = schedule.due(last_tick(queue, schedule), moment)
+    if due is None:
+        return None
+    # The tick guard and the job are written by one script, on the
+    # lane's shard: whoever runs it first enqueues the tick.
+    spec = JobSpec(
+        schedule.lane,
+        schedule.task,
+        schedule.args,
+        schedule.kwargs,
+        meta={"schedule": schedule.name, "tick": due},
+        tick=(schedule.name, due),
+    )
+    try:
+        done = queue.enqueue_spec(spec)
+    except EnqueueError as exc:  # a full lane, say: this tick is tried again
+        logger.warning("schedule %s: tick %s not enqueued: %s", schedule.name, due, exc)
+        return None
+    if done.duplicate:
+        return None
+    logger.info("schedule %s: tick %s enqueued as %s", schedule.name, due, done.job_id)
+    return done.job_id
+
+
+#: The schedule failures already logged by this process, as (name, error):
+#: a broken schedule is skipped at every beat but logged once, with its traceback.
+_reported: set[tuple[str, str]] = set()
+
+
+def _report_broken(schedule: Schedule, exc: Exception) -> None:
+    key = (schedule.name, repr(exc)[:200])
+    if key in _reported:
+        return
+    _reported.add(key)
+    logger.error(
+        "schedule %s: skipped, its tick failed (%r); the other schedules go on",
+        schedule.name,
+        exc,
+        exc_info=exc,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +284,8 @@ class ScheduleState:
 
     schedule: Schedule
     last: datetime | None
-    next: datetime
+    #: ``None`` when croniter finds no tick in the years it searches.
+    next: datetime | None
 
 
 def describe(

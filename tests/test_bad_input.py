@@ -8,8 +8,11 @@ tests/test_enqueue.py; this file covers the path a Django project takes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
+import socket
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -61,6 +64,23 @@ class Opaque:
     pass
 
 
+def circular() -> list[Any]:
+    """A list that holds itself."""
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
+def nested(depth: int) -> list[Any]:
+    """``depth`` lists, each inside the one before (built without recursion)."""
+    outer: list[Any] = []
+    inner = outer
+    for _ in range(depth - 1):
+        inner.append([])
+        inner = inner[0]
+    return outer
+
+
 BAD_ARGUMENTS: dict[str, tuple[Callable[[], Any], str]] = {
     "an object": (lambda: enqueue_for(A, add, Opaque(), 1), "JSON-serialisable"),
     "a set": (lambda: enqueue_for(A, add, {1, 2}, 1), "JSON-serialisable"),
@@ -69,6 +89,9 @@ BAD_ARGUMENTS: dict[str, tuple[Callable[[], Any], str]] = {
     "NaN": (lambda: enqueue_for(A, add, float("nan"), 1), "JSON-serialisable"),
     "a datetime kwarg": (lambda: enqueue_for(A, add, a=datetime.now(UTC), b=1), "serialisable"),
     "int dict keys": (lambda: enqueue_for(A, add, {1: "a"}, 1), "round trip"),
+    "a circular list": (lambda: enqueue_for(A, add, circular(), 1), "circular"),
+    "a circular kwarg": (lambda: enqueue_for(A, add, 1, b={"me": circular()}), "circular"),
+    "lists 100,000 deep": (lambda: enqueue_for(A, add, nested(100_000), 1), "nested too deeply"),
     "one byte over the default 1 MiB": (
         lambda: enqueue_for(A, chaos_tasks.echo, MIB_OF_X + "x"),
         "over the 1048576-byte limit",
@@ -166,6 +189,64 @@ def test_enqueue_with_nothing_listening_raises_enqueue_error(
         enqueue_for(A, add, 1, 2)
     with pytest.raises(EnqueueError, match="could not reach Valkey"), lane(A):
         add.enqueue(1, 2)
+
+
+def test_a_wrong_password_is_reported_as_refused_not_unreachable(
+    emq: redis.Redis, settings: Any, tmp_path: Path
+) -> None:
+    """The server answers, and refuses the credentials: the enqueue says so,
+    and so does a real worker's log (it waits for a fix, as for an outage)."""
+    guarded = RestartableServer(tmp_path / "guarded")
+    guarded.start()
+    admin = guarded.client()
+    admin.config_set("requirepass", "right")
+    admin.close()
+    url = f"redis://:wrong@127.0.0.1:{guarded.port}/0"
+    workers = Workers(url, tmp_path / "workers")
+    try:
+        settings.EMQ = {**settings.EMQ, "URL": url}
+        with pytest.raises(EnqueueError, match="Valkey refused the credentials") as refused:
+            enqueue_for(A, add, 1, 2)
+        assert "could not reach" not in str(refused.value)
+        worker = workers.start("--concurrency", "1")
+        wait_for(
+            lambda: "Valkey refused the credentials" in worker.output(),
+            what="the worker saying the credentials were refused",
+        )
+        assert "could not reach" not in worker.output()
+    finally:
+        workers.close()
+        guarded.close()
+
+
+def test_a_service_that_is_not_valkey_stops_the_worker_with_a_clear_error(
+    emq: redis.Redis, tmp_path: Path
+) -> None:
+    """Something else listens on the configured port (here: an HTTP-like
+    answer): the worker exits with one clear line, not a traceback."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                with conn:
+                    conn.recv(1000)
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    workers = Workers(f"redis://127.0.0.1:{port}/0", tmp_path)
+    try:
+        worker = workers.start("--concurrency", "1")
+        wait_for(lambda: not worker.alive(), what="the worker exited")
+        assert worker.process.returncode != 0
+        output = worker.output()
+        assert "the server did not answer as Valkey does" in output
+        assert "Traceback" not in output
+    finally:
+        workers.close()
+        listener.close()
 
 
 @pytest.fixture

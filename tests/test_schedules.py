@@ -45,8 +45,11 @@ def test_the_docs_six_field_example_ticks_every_ten_seconds() -> None:
     start = T0 + timedelta(seconds=3)
     ticks = [every_ten.next_after(start)]
     for _ in range(3):
-        ticks.append(every_ten.next_after(ticks[-1]))
-    assert [t - T0 for t in ticks] == [timedelta(seconds=s) for s in (10, 20, 30, 40)]
+        last = ticks[-1]
+        assert last is not None
+        ticks.append(every_ten.next_after(last))
+    after = [t - T0 for t in ticks if t is not None]
+    assert after == [timedelta(seconds=s) for s in (10, 20, 30, 40)]
     assert every_ten.due(ms(T0), T0 + timedelta(seconds=12)) == ms(T0 + timedelta(seconds=10))
 
 
@@ -84,6 +87,7 @@ def test_a_new_schedule_does_not_catch_up_on_the_past() -> None:
         ("name", "bad name!"),
         ("task", "not a path"),
         ("cron", "every day"),
+        ("cron", "0 0 31 2 *"),  # valid, and never matches
         ("lane", "nolane"),
         ("queue", "bad queue!"),
         ("missed", "twice"),
@@ -184,6 +188,7 @@ def test_a_registered_schedule_ticks_too(emq: redis.Redis) -> None:
     [
         [],
         {"x": {"task": TASK, "cron": "nope", "lane": A}},
+        {"x": {"task": TASK, "cron": "0 0 30 2 *", "lane": A}},
         {"x": {"task": TASK, "cron": "* * * * *"}},
         {"x": {"task": TASK, "cron": "* * * * *", "lane": A, "when": 1}},
         {"x": {"task": TASK, "cron": "* * * * *", "lane": A, "missed": "twice"}},
@@ -195,6 +200,49 @@ def test_a_bad_schedules_setting_is_reported(settings: Any, bad: Any) -> None:
 
     settings.EMQ = {**settings.EMQ, "SCHEDULES": bad}
     assert any("SCHEDULES" in p for p in problems())
+
+
+def test_a_cron_that_never_matches_is_refused_naming_why() -> None:
+    with pytest.raises(ValueError, match="never matches"):
+        Schedule("feb-31", TASK, "0 0 31 2 *", A)
+    with pytest.raises(ValueError, match="never matches"):
+        register("feb-31", TASK, cron="0 0 31 2 *", lane=A)
+
+
+def test_a_cron_with_no_tick_yet_is_never_due() -> None:
+    """Seven fields, the last a year to come: no tick before it, so nothing is
+    due and nothing raises (croniter finds no previous match)."""
+    future = Schedule("from-2040", TASK, "0 0 1 1 * 0 2040", A)
+    assert future.due(0, T0) is None
+
+
+def test_a_schedule_whose_tick_fails_is_skipped_and_the_others_tick(
+    emq: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A schedule whose tick raises (its last tick unreadable here) is logged,
+    once, with its traceback and skipped; the other schedules are enqueued."""
+    from django_emq import get_queue
+
+    queue = get_queue()
+    register("broken", TASK, cron="* * * * *", lane=A)
+    register("fine", TASK, cron="* * * * *", lane=A)
+    try:
+        home = queue.shard_for_lane(A)
+        emq.hset(home.keys.ticks, "broken", "not a number")
+        with caplog.at_level("ERROR", logger="django_emq.schedules"):
+            first = tick([queue], {}, now=T0 + timedelta(seconds=1))
+            again = tick([queue], {}, now=T0 + timedelta(minutes=1, seconds=1))
+    finally:
+        unregister("broken")
+        unregister("fine")
+    assert len(first) == len(again) == 1
+    assert [json.loads((queue.job(j) or {})["meta"])["schedule"] for j in first + again] == [
+        "fine",
+        "fine",
+    ]
+    broken = [r for r in caplog.records if "schedule broken: skipped" in r.getMessage()]
+    assert len(broken) == 1
+    assert broken[0].exc_info is not None
 
 
 # -- real workers ----------------------------------------------------------------------

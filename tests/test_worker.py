@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import redis
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.tasks import TaskResultStatus, task_backends
 from django.tasks.signals import task_finished, task_started
 
@@ -352,3 +352,21 @@ def test_worker_survives_a_running_jobs_row_deleted_under_it(
     q.enqueue(B, "tests.tasks.record", ["after"])
     wait_for(lambda: "after" in runs(emq))
     assert p.poll() is None
+
+
+@pytest.mark.parametrize("lease", ["0.001", "0.05"])
+def test_a_lease_under_the_minimum_is_refused_before_the_worker_starts(
+    emq: redis.Redis, lease: str
+) -> None:
+    """Shorter than a few beats can extend, its jobs would go dead as if their
+    worker had died: refused, saying why (docs/settings.md, LEASE)."""
+    with pytest.raises(CommandError, match=r"--lease: must be at least 0\.1 seconds \(shorter"):
+        call_command("run_emq_worker", "--burst", "--lease", lease, verbosity=0)
+
+
+def test_a_health_file_in_a_missing_folder_is_refused_before_the_worker_starts(
+    emq: redis.Redis, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-folder" / "health"
+    with pytest.raises(CommandError, match="no-such-folder does not exist; create it first"):
+        call_command("run_emq_worker", "--burst", "--health-file", str(missing), verbosity=0)

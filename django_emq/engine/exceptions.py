@@ -154,6 +154,19 @@ def script_error(exc: Exception) -> Exception:
     return exc
 
 
+def unreachable(exc: BaseException) -> str:
+    """Why the server did not answer, in words for a log line or an error: a
+    server that refused the credentials is said to have refused them (a wrong
+    password is not an outage), anything else is "could not reach Valkey"."""
+    text = str(exc)
+    if isinstance(exc, redis.AuthenticationError) or "WRONGPASS" in text or "NOAUTH" in text:
+        return (
+            f"Valkey refused the credentials ({text}): check the user and password "
+            "in the server URL"
+        )
+    return f"could not reach Valkey ({text})"
+
+
 #: What a call raises while its server (on a cluster: the node of its slot) cannot
 #: answer for now: unreachable or timed out; on a cluster also ``CLUSTERDOWN`` and
 #: ``TRYAGAIN`` (a failover or a slot migration under way) and the cluster client's

@@ -111,6 +111,16 @@ def encode_result(value: Any, max_bytes: int | None = None) -> JSONText:
     return JSONText(encoded)
 
 
+def encode_meta(meta: Mapping[str, Any]) -> str:
+    """Encode a job's ``meta`` (what the enqueue keeps beside its arguments: the
+    backend alias, a schedule's tick, the caller's own); ``InvalidArguments``
+    says it is the meta that JSON cannot hold."""
+    try:
+        return _dumps(dict(meta))
+    except InvalidArguments as exc:
+        raise InvalidArguments(f"job meta {exc}") from None
+
+
 def text(value: Any) -> str:
     """A field read from Valkey as text; bytes that are not UTF-8 (a row edited by
     hand) show as U+FFFD instead of raising."""

@@ -23,12 +23,12 @@ from redis.exceptions import RedisClusterException
 from . import calls, ops
 from .api import QueueAPI
 from .control import LaneControl
-from .exceptions import CorruptKeyspace, EnqueueError, JobError, script_error
+from .exceptions import CorruptKeyspace, EnqueueError, JobError, script_error, unreachable
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .jobs import JobControl
 from .keys import QueueKeys
 from .ops import BATCH
-from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_result
+from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_meta
 from .policies import LanePolicies
 from .reads import QueueReads
 from .records import (
@@ -152,7 +152,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
         attempts = self.max_attempts if spec.max_attempts is None else spec.max_attempts
         positive_int("max_attempts", attempts)
         args_json, kwargs_json = encode_arguments(spec.args, spec.kwargs, self.max_payload)
-        meta_json = "" if not spec.meta else encode_result(dict(spec.meta))
+        meta_json = "" if not spec.meta else encode_meta(spec.meta)
         unique = unique_key_arg(spec.unique_key)
         tick = tick_arg(spec.tick)
         return calls.enqueue(
@@ -211,7 +211,7 @@ class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, Que
 
     def _enqueue_error(self, exc: Exception) -> EnqueueError:
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | RedisClusterException):
-            return EnqueueError(f"could not reach Valkey to enqueue on {self.name!r}: {exc}")
+            return EnqueueError(f"cannot enqueue on {self.name!r}: {unreachable(exc)}")
         return EnqueueError(f"Valkey refused to enqueue on {self.name!r}: {exc}")
 
     # -- the worker's side ---------------------------------------------------

@@ -82,6 +82,8 @@ class Beat:
                 await asyncio.to_thread(self._ticker)
             except CALL_ERRORS as exc:
                 missed.append(exc)
+            except Exception:  # a schedule's fault is never the beat's: the rest goes on
+                logger.exception("beat: the schedules' tick failed; tried again next beat")
         if missed:  # never fatal: tried again at the next beat
             logger.warning("beat: %s; will retry", missed[0])
         if self.health_file is not None:

@@ -124,7 +124,10 @@ class Core:
             self.claimed += 1
             if claim.expiries:
                 self.suspects += 1
-            self._dispatch(job, sync)
+            try:
+                self._dispatch(job, sync)
+            except Exception as exc:  # a bug around loading it: this job fails, not the claim
+                self._ran(job, failed(exc, job.claim.token, self.policy))
         if self._waiting_async:
             self._start_async()
         if sync:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import random
 import time
 import traceback
@@ -36,6 +37,8 @@ from ..exceptions import CorruptJob, InvalidArguments, JobCancelled
 from ..jobs import stop_when_cancelled
 from .jobs import Job
 from .signals import listening
+
+logger = logging.getLogger("django_emq.worker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,21 +86,35 @@ class Policy:
 
 def load_task(claim: Claim, policy: Policy) -> Task[Any, Any] | Failed:
     """The claim's task, or why it cannot run: a corrupt row or a path that is not
-    a task is dead now; a path that does not import is retried (during a rolling
-    deploy an old worker may meet a task only the new code has)."""
+    a task is dead now; a path that does not import is retried like a failure,
+    whatever importing it raised (an ImportError: during a rolling deploy an old
+    worker may meet a task only the new code has; anything else, a SyntaxError,
+    ``ImproperlyConfigured``, a missing environment variable, even ``sys.exit()``:
+    the next attempt may run where it imports), and dead after ``MAX_ATTEMPTS``.
+    The worker goes on with its other jobs either way."""
     if claim.defect is not None:
         return Failed(task_error(CorruptJob(claim.job_id, claim.defect), claim.defect), None,
                       claim.defect)  # fmt: skip
     try:
         task = _import(claim.task_path)
-    except ImportError as exc:
-        reason = f"cannot load task {claim.task_path}: {exc!r}"
-        return Failed(task_error(exc, reason), policy.delay_ms(claim.token), reason)
+    except (Exception, SystemExit) as exc:  # whatever the module's import raised
+        return _unloadable(claim, exc, policy)
     if not isinstance(task, Task):
         bad = TypeError(f"{claim.task_path} is not a django.tasks Task")
         reason = f"cannot load task {claim.task_path}: {bad!r}"
         return Failed(task_error(bad, reason), None, reason)
     return task
+
+
+def _unloadable(claim: Claim, exc: BaseException, policy: Policy) -> Failed:
+    """A task whose import raised ``exc``: the failure to record (retried after the
+    back-off), naming the task path and the exception, with the import's
+    traceback; the traceback is logged too (once per attempt)."""
+    module = claim.task_path.rpartition(".")[0]
+    reason = f"cannot load task {claim.task_path}: importing {module} raised {describe(exc)}"
+    logger.error("job %s: %s", claim.job_id, reason, exc_info=exc)
+    text = f"{reason}\n\n{''.join(traceback.format_exception(exc))}"
+    return Failed(task_error(exc, text), policy.delay_ms(claim.token), reason)
 
 
 @functools.lru_cache(maxsize=1024)

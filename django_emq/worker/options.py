@@ -81,6 +81,11 @@ def plan(options: WorkerOptions, alias: str) -> Plan:
             "the worker extends leases every beat, so a longer beat lets running jobs' "
             "leases expire"
         )
+    if options.health_file is not None and not options.health_file.parent.is_dir():
+        raise ValueError(
+            f"--health-file {options.health_file}: the folder "
+            f"{options.health_file.parent} does not exist; create it first"
+        )
     worker_id = options.worker_id or f"{socket.gethostname()}:{os.getpid()}"
     if not WORKER_ID_RE.fullmatch(worker_id):
         raise ValueError(f"{worker_id!r} is not a worker id: use 1-128 of A-Z a-z 0-9 _ . : @ -")

@@ -15,11 +15,13 @@ import threading
 import time
 from typing import Any
 
+import redis
 from django.conf import settings
 
 from ..backend import FairLanesBackend
 from ..conf import emq_settings
 from ..connection import unsupported_reason, version_from_info
+from ..engine.exceptions import unreachable
 from ..engine.runner import AsyncRunner
 from ..exceptions import UNAVAILABLE, ConfigurationError
 from ..schedules import tick
@@ -139,9 +141,14 @@ class Worker:
             except UNAVAILABLE as exc:
                 attempt += 1
                 delay = min(self.plan.beat_s, 0.1 * 2**attempt)
-                logger.warning("Valkey unreachable (%s); retrying in %.2fs", exc, delay)
+                logger.warning("%s; retrying in %.2fs", unreachable(exc), delay)
                 await core.wait(delay)
                 continue
+            except redis.RedisError as exc:  # it answered, and not as Valkey does
+                raise ConfigurationError(
+                    f"the server did not answer as Valkey does ({exc}): does the URL "
+                    "(EMQ['URL'] / EMQ_URL) name a Valkey server's host and port?"
+                ) from None
             reason = unsupported_reason(*version_from_info(info))
             if reason is not None:
                 raise ConfigurationError(reason)

@@ -189,7 +189,10 @@ class Command(BaseCommand):
                     logger.warning("Valkey unreachable (%s); retrying in %gs", exc, START_RETRY)
                     time.sleep(START_RETRY)
             worker.install_signal_handlers()
-            worker.run()
+            try:
+                worker.run()
+            except ConfigurationError as exc:  # the server is not one it can serve
+                raise CommandError(str(exc)) from None
 
         if options["reload"]:
             autoreload.run_with_reloader(run)
