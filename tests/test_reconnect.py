@@ -121,7 +121,7 @@ def test_worker_started_while_the_server_is_down_waits_for_it(
 ) -> None:
     server.kill()
     worker = workers.start("--concurrency", "2", "--lease", "10")
-    wait_for(lambda: "Valkey unreachable" in worker.output(), what="the worker retrying")
+    wait_for(lambda: "could not reach Valkey" in worker.output(), what="the worker retrying")
     assert worker.alive()
     server.start()
     labels = enqueue(queue, 0.0)
