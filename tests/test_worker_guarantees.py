@@ -192,6 +192,20 @@ def beating(r: redis.Redis, key: str) -> set[str]:
 # -- logging -------------------------------------------------------------------------
 
 
+def burst_under_default_logging() -> str:
+    """A ``--burst`` worker under Django's default LOGGING
+    (``tests.logging_settings``): what it wrote to stderr."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.logging_settings",
+        "PYTHONPATH": str(ROOT),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "django", "run_emq_worker", "--burst"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True,
+    ).stderr  # fmt: skip
+
+
 def test_one_line_per_job_under_djangos_default_logging(emq: redis.Redis) -> None:
     """A project that leaves Django's default LOGGING in place (DEBUG on) gets
     each job's line once, and the worker's start line once (Django's own
@@ -199,15 +213,7 @@ def test_one_line_per_job_under_djangos_default_logging(emq: redis.Redis) -> Non
     q = backend().queue("default")
     done = q.enqueue(A, "tests.tasks.add", [1, 2])
     failing = q.enqueue(B, "tests.tasks.boom", ["b"])
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.logging_settings",
-        "PYTHONPATH": str(ROOT),
-    }
-    out = subprocess.run(
-        [sys.executable, "-m", "django", "run_emq_worker", "--burst"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True,
-    ).stderr  # fmt: skip
+    out = burst_under_default_logging()
     lines = out.splitlines()
     assert len([line for line in lines if f"job={done.job_id}" in line]) == 1, out
     retry = [line for line in lines if f"job={failing.job_id}" in line and "attempt=1" in line]
@@ -222,15 +228,7 @@ def test_a_dead_jobs_error_line_carries_its_traceback(emq: redis.Redis) -> None:
     traceback (the one recorded on the job), as ``logger.exception`` prints it."""
     q = backend().queue("default")
     failing = q.enqueue(B, "tests.tasks.boom", ["dead"])
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.logging_settings",
-        "PYTHONPATH": str(ROOT),
-    }
-    out = subprocess.run(
-        [sys.executable, "-m", "django", "run_emq_worker", "--burst"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True,
-    ).stderr  # fmt: skip
+    out = burst_under_default_logging()
     lines = out.splitlines()
     ours = [i for i, line in enumerate(lines) if f"job={failing.job_id}" in line]
     at = ours[-1]  # retried until it has failed MAX_ATTEMPTS times (3), then dead
