@@ -46,12 +46,13 @@ def shot(driver: WebDriver, name: str) -> None:
     driver.set_window_size(1400, 1100)
 
 
-#: The WCAG contrast ratio of an element's text against the first opaque
-#: background behind it.
+#: The WCAG contrast ratio of an element's ``arguments[1]`` colour (``color``
+#: for text, ``stroke`` for an SVG line) against the first opaque background
+#: behind it, looked for from the element or from its closest ``arguments[2]``.
 CONTRAST_JS = """
 const el = document.querySelector(arguments[0]);
 const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
-let back = el, bg = [255, 255, 255, 0];
+let back = arguments[2] ? el.closest(arguments[2]) : el, bg = [255, 255, 255];
 while (back) {
   const c = rgb(getComputedStyle(back).backgroundColor);
   if (c.length === 3 || (c.length === 4 && c[3] > 0)) { bg = c; break; }
@@ -64,13 +65,13 @@ const lum = (c) => {
   });
   return 0.2126 * r + 0.7152 * g + 0.0722 * b;
 };
-const a = lum(rgb(getComputedStyle(el).color)), b = lum(bg);
+const a = lum(rgb(getComputedStyle(el)[arguments[1]])), b = lum(bg);
 return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
 """
 
 
-def contrast(driver: WebDriver, css: str) -> float:
-    return float(driver.execute_script(CONTRAST_JS, css))
+def contrast(driver: WebDriver, css: str, colour: str = "color", within: str = "") -> float:
+    return float(driver.execute_script(CONTRAST_JS, css, colour, within))
 
 
 def submit(driver: WebDriver, css: str) -> None:
@@ -178,28 +179,6 @@ def test_an_operator_finds_reads_retries_and_cancels_jobs_in_a_browser(
     shot(browser, "admin-charts.png")
 
 
-#: The WCAG contrast ratio of an SVG element's stroke against the page's background.
-STROKE_CONTRAST_JS = """
-const el = document.querySelector(arguments[0]);
-const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
-let back = el.closest('div'), bg = [255, 255, 255];
-while (back) {
-  const c = rgb(getComputedStyle(back).backgroundColor);
-  if (c.length === 3 || (c.length === 4 && c[3] > 0)) { bg = c; break; }
-  back = back.parentElement;
-}
-const lum = (c) => {
-  const [r, g, b] = c.slice(0, 3).map((v) => {
-    v /= 255;
-    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
-  });
-  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-};
-const a = lum(rgb(getComputedStyle(el).stroke)), b = lum(bg);
-return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-"""
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_charts_fill_the_page_and_read_in_light_and_dark_mode(
     emq: Any, live_server: Any, browser: WebDriver, settings: Any
@@ -237,7 +216,7 @@ def test_the_charts_fill_the_page_and_read_in_light_and_dark_mode(
             assert label.text.endswith(("jobs", " s"))
         for series in ("emq-s1", "emq-s2", "emq-s3"):
             css = f".emq-charts path.emq-line.{series}"
-            ratio = float(browser.execute_script(STROKE_CONTRAST_JS, css))
+            ratio = contrast(browser, css, "stroke", "div")
             assert ratio >= 3, f"{theme}: {series} at contrast {ratio:.1f}"
         shot(browser, f"admin-charts-{theme}.png")
     browser.execute_script("localStorage.setItem('theme', 'light')")

@@ -192,6 +192,19 @@ def _env() -> dict[str, str]:
     return {**os.environ, common.URL_ENV: common.url(), "PYTHONPATH": str(ROOT)}
 
 
+def wait_until(done: Callable[[], bool], worker: WorkerProcess, timeout: float = 600) -> str | None:
+    """Poll ``done`` until it holds: ``None``, or why it never will (the worker
+    exited, or ``timeout`` seconds passed)."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if not worker.running():
+            return f"worker exited (code {worker.proc and worker.proc.returncode}) early"
+        if time.monotonic() > deadline:
+            return f"timed out after {timeout:g} s"
+        time.sleep(0.01)
+    return None
+
+
 def throughput(peer: Peer, jobs: int, processes: int, threads: int, log: Path) -> dict[str, Any]:
     client = common.client()
     flush(client)
@@ -204,16 +217,7 @@ def throughput(peer: Peer, jobs: int, processes: int, threads: int, log: Path) -
     queued = peer.pending(client)
     worker = WorkerProcess(peer.worker(processes, threads), log, _env(), ROOT).start()
     end_key = common.MARK_PREFIX + "end"
-    deadline = time.monotonic() + 600
-    error = None
-    while not client.exists(end_key):
-        if not worker.running():
-            error = f"worker exited (code {worker.proc and worker.proc.returncode}) early"
-            break
-        if time.monotonic() > deadline:
-            error = "timed out after 600 s"
-            break
-        time.sleep(0.01)
+    error = wait_until(lambda: bool(client.exists(end_key)), worker)
     wall = time.perf_counter() - worker.started
     if peer.burst:  # exits by itself once the queue is empty; the others are told to
         worker.wait(5)
@@ -253,16 +257,7 @@ def incr(peer: Peer, jobs: int, threads: int, log: Path) -> dict[str, Any]:
         peer.enqueue("incr", jobs)
     cpu, server = children_cpu(), server_cpu(client)
     worker = WorkerProcess(peer.worker(1, threads), log, _env(), ROOT).start()
-    deadline = time.monotonic() + 600
-    error = None
-    while common.incr_rate(client, jobs)[2] is None:
-        if not worker.running():
-            error = f"worker exited (code {worker.proc and worker.proc.returncode}) early"
-            break
-        if time.monotonic() > deadline:
-            error = "timed out after 600 s"
-            break
-        time.sleep(0.01)
+    error = wait_until(lambda: common.incr_rate(client, jobs)[2] is not None, worker)
     worker.stop(peer.stop_signal)
     done, span, rate = common.incr_rate(client, jobs)
     result: dict[str, Any] = {
