@@ -81,17 +81,24 @@ def cpu_text(run: dict[str, Any]) -> str:
             f"server {float(run['server_cpu_us_per_job']):.0f} us")  # fmt: skip
 
 
+def huey_run(bench: Bench, section: str, log_name: str) -> dict[str, Any]:
+    """Huey ``-w 1`` through the peers' driver (``section``: ``incr`` or
+    ``throughput``) on the bench's job count; its result, or ``RuntimeError``."""
+    logfile = bench.logs / log_name
+    huey = bench.driver(section, "huey", "--jobs", str(bench.sizes.jobs), "--log", str(logfile),
+                        "--threads", "1")  # fmt: skip
+    if "jobs_per_s" not in huey:
+        raise RuntimeError(f"huey failed: {huey}")
+    bench.discard(logfile)
+    return huey
+
+
 def incr_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
     before = load()
     emq = emq_incr(bench, f"duel-emq-incr-{n}", concurrency)
     ours = emq["jobs_per_s"]
     mid = load()
-    logfile = bench.logs / f"duel-huey-incr-{n}.log"
-    huey = bench.driver("incr", "huey", "--jobs", str(bench.sizes.jobs), "--log", str(logfile),
-                        "--threads", "1")  # fmt: skip
-    if "jobs_per_s" not in huey:
-        raise RuntimeError(f"huey failed: {huey}")
-    bench.discard(logfile)
+    huey = huey_run(bench, "incr", f"duel-huey-incr-{n}.log")
     theirs = float(huey["jobs_per_s"])
     print(
         f"incr round {n + 1}: emq --concurrency {concurrency} {ours:,.0f} jobs/s (load {before}; "
@@ -106,13 +113,7 @@ def noop_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
     before = load()
     ours = float(bench.drain(f"duel-emq-{n}", 1, concurrency)["jobs_per_s"])
     mid = load()
-    logfile = bench.logs / f"duel-huey-{n}.log"
-    huey = bench.driver("throughput", "huey", "--jobs", str(bench.sizes.jobs), "--log",
-                        str(logfile), "--threads", "1")  # fmt: skip
-    if "jobs_per_s" not in huey:
-        raise RuntimeError(f"huey failed: {huey}")
-    bench.discard(logfile)
-    theirs = float(huey["jobs_per_s"])
+    theirs = float(huey_run(bench, "throughput", f"duel-huey-{n}.log")["jobs_per_s"])
     print(
         f"noop round {n + 1}: emq --concurrency {concurrency} {ours:,.0f} jobs/s (load {before}) "
         f"| huey -w 1 {theirs:,.0f} (load {mid}) | {ours / theirs:.2f}x",
