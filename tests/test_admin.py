@@ -28,7 +28,16 @@ from django_emq.engine.queue import Queue
 from django_emq.lanes import lane_for
 
 from . import factories
-from .helpers import LONG_LEASE, claim_one, counting_client, dump, fill, lane, sleep_past
+from .helpers import (
+    LONG_LEASE,
+    claim_one,
+    counting_client,
+    dump,
+    fill,
+    lane,
+    server_ms,
+    sleep_past,
+)
 from .invariants import check_invariants
 
 LIST = "/admin/django_emq/lane/"
@@ -382,14 +391,18 @@ def test_the_list_refreshes_itself_until_switched_off(q: Queue, viewer: Client) 
 
 def three_lanes(q: Queue) -> None:
     """C: 2 running, 1 waiting since first; A: 1 running, 3 waiting; B: 5
-    waiting since last. By depth B A C, by running C A, by oldest wait C A B."""
+    waiting since last. By depth B A C, by running C A, by oldest wait C A B.
+    Each lane is filled on a later millisecond of the server clock than the one
+    before, so the oldest-wait order has no ties (enqueue times are in ms)."""
     fill(q, C, 3)
     claim_one(q)
     claim_one(q)
+    sleep_past(q.connection, server_ms(q.connection))
     fill(q, A, 4)
     q.pause(C)  # the next claim is A's
     claim_one(q)
     q.resume(C)
+    sleep_past(q.connection, server_ms(q.connection))
     fill(q, B, 5)
 
 
