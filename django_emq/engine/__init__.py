@@ -45,6 +45,7 @@ from .ids import (
     validate_tenant,
 )
 from .placement import shard_tags
+from .policies.tenants import TenantInfo
 from .queue import Queue
 from .records import (
     MAX_DELAY_MS,
@@ -58,7 +59,6 @@ from .records import (
 )
 from .rows import Attempt, AttemptHistory, Outcome, attempt_history
 from .shards import AnyQueue, ShardedQueue, open_queue
-from .tenants import TenantInfo
 
 __all__ = [
     "MAX_DELAY_MS",
