@@ -25,6 +25,7 @@ from ..engine.ids import validate_job_id, validate_lane
 from ..engine.shards import AnyQueue
 from ..exceptions import JobNotFound
 from ..models import Job
+from .bulk_actions import BulkActionViews
 from .charts import ChartViews
 from .display import Pager, duration, error_message, moment, split_error, state_word, worker_alive
 from .job_actions import JobActionViews
@@ -61,7 +62,7 @@ def _search_window() -> str:
 
 
 @admin.register(Job)
-class JobAdmin(JobActionViews, ChartViews):
+class JobAdmin(JobActionViews, BulkActionViews, ChartViews):
     """Jobs of every configured queue, read from Valkey."""
 
     #: Jobs per page of a listing.
@@ -88,6 +89,11 @@ class JobAdmin(JobActionViews, ChartViews):
                 "<str:queue_name>/dead-jobs/<slug:action>/",
                 wrap(self.dead_action_view),
                 name=f"{name}_dead",
+            ),
+            path(
+                "<str:queue_name>/bulk/<slug:action>/",
+                wrap(self.bulk_action_view),
+                name=f"{name}_bulk",
             ),
             path("<str:queue_name>/<str:job_id>/", wrap(self.job_view), name=f"{name}_detail"),
             path(
@@ -196,6 +202,9 @@ class JobAdmin(JobActionViews, ChartViews):
             page_urls=self._page_urls(name, state, pager),
             query=query,
             search=search,
+            bulk_urls={
+                action.replace("-", "_"): self._url("bulk", name, action) for action in self.BULK
+            },
             dead_url=self._url("dead", name, "retry"),
             delete_url=self._url("dead", name, "delete"),
             charts_url=self._url("charts", name),
@@ -295,7 +304,11 @@ class JobAdmin(JobActionViews, ChartViews):
             list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
             action_urls={  # run-now -> run_now: templates cannot look up dashes
                 name.replace("-", "_"): self._url("action", queue.name, job_id, name)
-                for name in ("cancel", "run-now", "retry", "move")
+                for name in ("cancel", "run-now", "retry", "move", "run-again")
+            },
+            bulk_urls={
+                action.replace("-", "_"): self._url("bulk", queue.name, action)
+                for action in self.BULK
             },
             here=request.get_full_path(),
         )
