@@ -27,6 +27,7 @@ from django.utils.translation import gettext as _
 from ..conf import emq_settings
 from ..engine import browse, listing
 from ..engine.ids import entry_tenant, is_lane, validate_lane, validate_tenant
+from ..engine.lane_filters import FILTERS, filtered_lanes
 from ..engine.queue import LaneInfo
 from ..engine.shards import AnyQueue, home_of
 from ..models import Lane
@@ -119,13 +120,19 @@ class LaneAdmin(ActionViews):
         query = request.GET.get("q", "").strip()
         tenant = _tenant_arg(request.GET.get("tenant"))
         sort = request.GET.get("sort") if request.GET.get("sort") in SORTS else "depth"
+        which = request.GET.get("filter") if request.GET.get("filter") in FILTERS else None
         sampled = False
         pager = None
+        filtered = None
         if tenant:  # a tenant's lanes, deepest first (a scan of the lane -> tenant hash)
             named = queue.lanes_named(queue.tenant_lanes(tenant, self.lanes_per_page))
             infos = sorted(named, key=lambda info: -info.depth)
         elif query:
             infos = self._search(queue, query)
+        elif which:  # paused, throttled or capped: read from their own indexes
+            filtered = filtered_lanes(queue, which)  # type: ignore[arg-type]
+            pager = Pager.of(request.GET.get("page"), len(filtered.lanes), self.lanes_per_page)
+            infos = queue.lanes_named(filtered.lanes[pager.offset : pager.offset + pager.per_page])
         elif sort == "running":
             running, sampled = self._running_lanes(queue)
             pager = Pager.of(request.GET.get("page"), len(running), self.lanes_per_page)
@@ -184,7 +191,13 @@ class LaneAdmin(ActionViews):
             recent_worker_seconds=self.recent_worker_seconds,
             lanes=rows,
             sort=sort,
-            sorts_shown=not (tenant or query),
+            sorts_shown=not (tenant or query or which),
+            filter=which,
+            filtered=filtered,
+            filter_urls={
+                f: self._query_url(request, filter=f, page=None, sort=None, q=None) for f in FILTERS
+            }
+            | {"all": self._query_url(request, filter=None, page=None, sort=None)},
             sort_urls={s: self._query_url(request, sort=s, page=None) for s in SORTS},
             running_sampled=sampled,
             running_sample=listing.MAX_PAGE,
