@@ -101,6 +101,7 @@ def queue_stats(name: str, queue: AnyQueue) -> dict[str, Any]:
                 ),
             }
             for beat in view.workers
+            if beat.stopped_ms is None  # a stopped worker's last record: not a silent one
         ],
     }
 

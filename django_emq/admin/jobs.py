@@ -27,10 +27,11 @@ from ..exceptions import JobNotFound
 from ..models import Job
 from .bulk_actions import BulkActionViews
 from .charts import ChartViews
-from .display import Pager, duration, error_message, moment, split_error, state_word, worker_alive
+from .display import Pager, duration, error_message, moment, split_error, state_word
 from .job_actions import JobActionViews
 from .job_detail import job_facts
 from .lookup import configured_queues, lane_links, user_lanes
+from .worker_actions import WorkerActionViews
 
 if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin[Job]
@@ -62,7 +63,7 @@ def _search_window() -> str:
 
 
 @admin.register(Job)
-class JobAdmin(JobActionViews, BulkActionViews, ChartViews):
+class JobAdmin(JobActionViews, BulkActionViews, WorkerActionViews, ChartViews):
     """Jobs of every configured queue, read from Valkey."""
 
     #: Jobs per page of a listing.
@@ -84,6 +85,11 @@ class JobAdmin(JobActionViews, BulkActionViews, ChartViews):
         return [
             path("", wrap(self.changelist_view), name=f"{name}_changelist"),
             path("workers/", wrap(self.workers_view), name=f"{name}_workers"),
+            path(
+                "workers/<str:queue_name>/<str:worker_id>/stop/",
+                wrap(self.worker_stop_view),
+                name=f"{name}_worker_stop",
+            ),
             path("charts/<str:queue_name>/", wrap(self.charts_view), name=f"{name}_charts"),
             path(
                 "<str:queue_name>/dead-jobs/<slug:action>/",
@@ -313,46 +319,3 @@ class JobAdmin(JobActionViews, BulkActionViews, ChartViews):
             here=request.get_full_path(),
         )
         return TemplateResponse(request, "admin/django_emq/job.html", context)
-
-    # -- workers -----------------------------------------------------------------
-
-    def workers_view(self, request: HttpRequest) -> HttpResponse:
-        """Every worker that beat recently, per queue, with the jobs it holds now."""
-        self._require_view(request)
-        sections = []
-        for name, backend in configured_queues().items():
-            queue = backend.engine(name)
-            view = browse.overview(queue, 1)
-            held = listing.jobs_in_state(queue, "inflight", 0, listing.MAX_PAGE)
-            by_worker: dict[str, list[dict[str, str]]] = {}
-            for listed in held.jobs:
-                by_worker.setdefault(listed.row.worker, []).append(
-                    {
-                        "id": listed.row.job_id,
-                        "task": listed.row.task_path,
-                        "url": self._url("detail", name, listed.row.job_id),
-                    }
-                )
-            sections.append(
-                {
-                    "queue": name,
-                    "workers": [
-                        {
-                            "beat": beat,
-                            "last_beat": moment(beat.beat_ms),
-                            "ago": duration(view.server_ms - (beat.beat_ms or 0)),
-                            "alive": worker_alive(beat.beat_ms, view.server_ms),
-                            "jobs": by_worker.get(beat.worker_id, []),
-                            "uptime": (
-                                None
-                                if beat.started_ms is None or beat.beat_ms is None
-                                else duration(beat.beat_ms - beat.started_ms)
-                            ),
-                        }
-                        for beat in view.workers
-                    ],
-                    "held_more": max(0, held.total - len(held.jobs)),
-                }
-            )
-        context = self._context(request, _("Workers"), sections=sections)
-        return TemplateResponse(request, "admin/django_emq/workers.html", context)
