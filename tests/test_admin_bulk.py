@@ -6,6 +6,7 @@ needs ``manage_lanes`` and the CSRF token, and refuses GET."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -177,3 +178,36 @@ def test_move_and_run_again_take_a_username(
     messages = texts(manager, manager.post(f"{JOBS}default/{job}/move/", {"lane": "nobody"}))
     assert "neither a lane id nor a user" in messages[0]
     assert (q.job(job) or {})["group"] == lane_for(alice), "nothing changed"
+
+
+# -- pages that refresh themselves while something runs -------------------------------
+
+REFRESH = '<meta http-equiv="refresh" content="5">'
+
+
+def test_a_job_page_refreshes_while_the_job_runs_only(q: Queue, viewer: Client) -> None:
+    fill(q, A, 2)
+    running = claim_one(q)
+    page = html(viewer.get(f"{JOBS}default/{running.job_id}/"))
+    assert REFRESH in page
+    toggle = re.search(r'href="([^"]*)" id="emq-refresh-toggle"', page)
+    assert toggle is not None
+    assert "refresh=0" in toggle.group(1)
+    off = html(viewer.get(f"{JOBS}default/{running.job_id}/?refresh=0"))
+    assert REFRESH not in off
+    assert 'id="emq-refresh-toggle"' in off, "it can be switched back on"
+    q.complete(running.job_id, running.token)
+    done = html(viewer.get(f"{JOBS}default/{running.job_id}/"))
+    assert REFRESH not in done
+    assert 'id="emq-refresh-toggle"' not in done, "nothing runs: nothing to refresh for"
+
+
+def test_a_lane_page_refreshes_while_one_of_its_jobs_runs(q: Queue, viewer: Client) -> None:
+    fill(q, A, 2)
+    fill(q, B, 1)
+    claim = claim_one(q)
+    busy = A if (q.job(claim.job_id) or {})["group"] == A else B
+    idle = B if busy == A else A
+    assert REFRESH in html(viewer.get(f"{LANES}default/{busy}/"))
+    assert REFRESH not in html(viewer.get(f"{LANES}default/{idle}/"))
+    assert REFRESH not in html(viewer.get(f"{LANES}default/{busy}/?refresh=0"))

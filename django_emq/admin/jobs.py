@@ -307,6 +307,7 @@ class JobAdmin(JobActionViews, BulkActionViews, WorkerActionViews, ChartViews):
             owner=owner,
             lane_url=self._lane_url(queue.name, facts["lane"]) if facts["lane"] else "",
             worker_anchor=f"worker-{queue.name}-",
+            **self._refresh(request, facts["state"] == "active"),
             list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
             action_urls={  # run-now -> run_now: templates cannot look up dashes
                 name.replace("-", "_"): self._url("action", queue.name, job_id, name)

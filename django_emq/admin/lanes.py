@@ -296,6 +296,7 @@ class LaneAdmin(ActionViews):
             info=info,
             owner=lane_owners([lane]).get(lane, ""),
             status=_status(info),
+            **self._refresh(request, info.inflight > 0),
             list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
             pending=self._job_listing(request, "pending", pending, pages["pending"]),
             inflight=self._job_listing(request, "inflight", inflight, pages["inflight"]),
