@@ -105,3 +105,13 @@ def test_a_stopped_record_is_kept_a_while_then_pruned() -> None:
     live = heartbeat(host="h", pid=1, done=3, running=0, beat_ms=1_000, every_ms=200)
     assert heartbeat_is_stale(live, 2_001, 200, 5), "a silent live record goes after 5 beats"
     assert parse_heartbeat("h:1", live).stopped_ms is None
+
+
+def test_a_hand_edited_worker_id_is_listed_without_a_stop_control(
+    q: Queue, manager: Client
+) -> None:
+    live = heartbeat(host="h", pid=3, done=0, running=0, beat_ms=10**13)
+    q.connection.hset(q.keys.workers, mapping={"bad/id <x>": live, "h:3": live})
+    page = html(manager.get(WORKERS))
+    assert "bad/id &lt;x&gt;" in page
+    assert page.count("emq-stop-worker") == 1, "only the well-formed id offers a stop"

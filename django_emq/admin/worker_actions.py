@@ -19,6 +19,7 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
 from ..engine import browse, listing
+from ..engine.records import WORKER_ID_RE
 from ..engine.worker_control import ask_to_stop, stops_asked
 from .base import ConsoleAdmin
 from .display import duration, moment, worker_alive
@@ -61,7 +62,10 @@ class WorkerActionViews(ConsoleAdmin):
                             and worker_alive(beat.beat_ms, view.server_ms),
                             "stopped": moment(beat.stopped_ms),
                             "stop_asked": moment(asked.get(beat.worker_id)),
-                            "stop_url": self._url("worker_stop", name, beat.worker_id),
+                            # an id a hand edit left in the hash: listed, never stopped
+                            "stop_url": self._url("worker_stop", name, beat.worker_id)
+                            if WORKER_ID_RE.fullmatch(beat.worker_id)
+                            else "",
                             "jobs": by_worker.get(beat.worker_id, []),
                             "uptime": (
                                 None
