@@ -211,3 +211,14 @@ def test_a_lane_page_refreshes_while_one_of_its_jobs_runs(q: Queue, viewer: Clie
     assert REFRESH in html(viewer.get(f"{LANES}default/{busy}/"))
     assert REFRESH not in html(viewer.get(f"{LANES}default/{idle}/"))
     assert REFRESH not in html(viewer.get(f"{LANES}default/{busy}/?refresh=0"))
+
+
+def test_the_bulk_operations_as_docs_django_md_shows_them(q: Queue) -> None:
+    from django_emq import get_queue
+    from django_emq.engine import cancel_task, run_again
+
+    waiting = [q.enqueue(lane(430 + i), OTHER).job_id for i in range(2)]
+    done = cancel_task(get_queue(), OTHER)
+    assert (done.cancelled, done.requested) == (2, 0)
+    copy_id = run_again(get_queue(), waiting[0])
+    assert (q.job(copy_id) or {})["state"] == "pending"
