@@ -4,16 +4,17 @@ the capped ones (at their concurrency ceiling).
 
 Each is read from its own index, never by visiting every lane: the paused
 set, the throttled sorted set, the ceilings hash (with the running counts of
-the lanes found there). One scan step of :data:`MOST` entries is read per
-shard (a set or hash that small is read whole), at most two round trips
-whatever the number of lanes; :class:`Filtered` says whether the
+the lanes found there). An index of at most :data:`MOST` lanes is read
+whole; a larger one by one scan step of :data:`MOST` entries: at most three
+round trips per shard whatever the number of lanes; :class:`Filtered` says whether the
 index held more than were read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
 from .ids import is_lane
 from .payload import text
@@ -55,15 +56,14 @@ def filtered_lanes(queue: AnyQueue, which: Which) -> Filtered:
 
 
 def _paused(shard: Queue) -> Filtered:
-    """One SSCAN step of :data:`MOST` (a set that small is read whole) and the
-    set's size, in one round trip."""
+    """The whole paused set when it holds at most :data:`MOST` lanes, else one
+    SSCAN step of :data:`MOST`: two round trips (its size, then the read)."""
     key = shard.keys.paused
-    pipe = shard.connection.pipeline(transaction=False)
-    pipe.sscan(key, 0, count=MOST)
-    pipe.scard(key)
-    (cursor, batch), held = pipe.execute()
-    names = sorted({text(m) for m in batch})
-    return Filtered(names, int(held), int(cursor) != 0)
+    held = int(shard.connection.scard(key))
+    if held <= MOST:
+        return Filtered(sorted(text(m) for m in shard.connection.smembers(key)), held, False)
+    names = sorted({text(m) for m in shard.connection.sscan(key, 0, count=MOST)[1]})
+    return Filtered(names, held, len(names) < held)
 
 
 def _throttled(shard: Queue) -> Filtered:
@@ -76,20 +76,23 @@ def _throttled(shard: Queue) -> Filtered:
 
 
 def _capped(shard: Queue) -> Filtered:
-    """One HSCAN step of :data:`MOST` over the ceilings and the hash's size,
-    then the running counts of the lanes read: two round trips."""
+    """The ceilings (the whole hash when it holds at most :data:`MOST` lanes,
+    else one HSCAN step of :data:`MOST`), then the running counts of the lanes
+    read: three round trips."""
     k = shard.keys
-    pipe = shard.connection.pipeline(transaction=False)
-    pipe.hscan(k.ceilings, 0, count=MOST)
-    pipe.hlen(k.ceilings)
-    (cursor, batch), held = pipe.execute()
+    held = int(shard.connection.hlen(k.ceilings))
+    batch: Mapping[Any, Any] = (
+        shard.connection.hgetall(k.ceilings)
+        if held <= MOST
+        else cast("Mapping[Any, Any]", shard.connection.hscan(k.ceilings, 0, count=MOST)[1])
+    )
     ceilings = {text(lane): _count(ceiling) for lane, ceiling in batch.items()}
     names = [lane for lane, ceiling in ceilings.items() if ceiling > 0]
     running = shard.connection.hmget(k.inflight, names) if names else []
     capped = [
         lane for lane, count in zip(names, running, strict=True) if _count(count) >= ceilings[lane]
     ]
-    return Filtered(capped, int(held), int(cursor) != 0)
+    return Filtered(capped, held, len(batch) < held)
 
 
 def _count(raw: object) -> int:
