@@ -222,3 +222,19 @@ def test_the_bulk_operations_as_docs_django_md_shows_them(q: Queue) -> None:
     assert (done.cancelled, done.requested) == (2, 0)
     copy_id = run_again(get_queue(), waiting[0])
     assert (q.job(copy_id) or {})["state"] == "pending"
+
+
+def test_run_again_into_a_full_lane_is_refused_and_changes_nothing(
+    q: Queue, manager: Client
+) -> None:
+    (dead,) = make_dead(q, A, 1)
+    fill(q, B, 1)
+    q.set_max_depth(B, 1)
+    url = f"{JOBS}default/{dead}/run-again/"
+    messages = texts(manager, manager.post(url, {"lane": B, "confirmed": "yes"}))
+    assert len(messages) == 1
+    assert "full" in messages[0].lower()
+    assert q.depth(B) == 1
+    gone_url = f"{JOBS}default/JOB0000000000000000000000/run-again/"
+    gone = texts(manager, manager.post(gone_url, {"next": JOBS}))
+    assert gone == ["Job JOB0000000000000000000000 no longer exists."]

@@ -24,7 +24,7 @@ from ..engine import bulk
 from ..engine.ids import validate_job_id, validate_lane
 from ..engine.payload import text
 from ..engine.shards import AnyQueue
-from ..exceptions import InvalidJobState, JobError, JobNotFound
+from ..exceptions import EMQError, InvalidJobState, JobNotFound
 from .actions import DeadJobsForm, form_errors
 from .base import ConsoleAdmin
 from .lookup import user_lanes
@@ -126,8 +126,16 @@ class JobActionViews(ConsoleAdmin):
             )
             return HttpResponseRedirect(back)
         lane = form.cleaned_data["lane"]
+        row = queue.job(job_id)
+        if row is None or row.get("state") not in bulk.ENDED:
+            messages.error(
+                request,
+                _("Job %(id)s no longer exists.") % {"id": job_id}
+                if row is None
+                else _("Job %(id)s has not ended: it cannot run again.") % {"id": job_id},
+            )
+            return HttpResponseRedirect(back)
         if request.POST.get("confirmed") != "yes":
-            row = queue.job(job_id) or {}
             context = self._context(
                 request,
                 _("Are you sure?"),
@@ -152,7 +160,7 @@ class JobActionViews(ConsoleAdmin):
                 request, _("Job %(id)s has not ended: it cannot run again.") % {"id": job_id}
             )
             return HttpResponseRedirect(back)
-        except (ValueError, JobError) as exc:
+        except (ValueError, EMQError) as exc:  # a lane full (LaneFull), a row unreadable
             messages.error(request, f"{exc}")
             return HttpResponseRedirect(back)
         text_ = _("Job %(new)s enqueued: a copy of job %(id)s.") % {"new": new_id, "id": job_id}
