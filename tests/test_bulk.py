@@ -128,3 +128,16 @@ def test_run_again_enqueues_a_copy_of_an_ended_job(queue: Queue) -> None:
     with pytest.raises(JobNotFound):
         bulk.run_again(queue, "JOB0000000000000000000000")
     check_invariants(queue, hollow_ok=True)
+
+
+def test_retrying_a_job_stopped_when_asked_forgets_the_request(queue: Queue) -> None:
+    """A job asked to stop that ended dead (its task raised JobCancelled) runs
+    afresh when retried: its new attempt does not see the old request."""
+    (job,) = fill(queue, A, 1)
+    claim = claim_one(queue)
+    assert queue.cancel(job) == "requested"
+    queue.fail(claim.job_id, claim.token, "JobCancelled")
+    assert queue.cancel_requested(job)
+    assert queue.retry_dead([job]) == 1
+    assert not queue.cancel_requested(job)
+    check_invariants(queue, hollow_ok=True)
