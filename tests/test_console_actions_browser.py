@@ -83,6 +83,7 @@ def test_filters_run_again_and_bulk_cancel_in_a_browser(
     browser.get(f"{base}job/?queue=default&q=tests.tasks.record")
     task_field = wait_for(browser, "#emq-bulk-task")
     assert task_field.get_attribute("value") == "tests.tasks.record"
+    shot(browser, "admin-jobs-bulk.png")
     submit(browser, "#emq-cancel-task")
     assert "Cancel every job of task" in browser.find_element(By.ID, "emq-bulk-question").text
     shot(browser, "admin-bulk-confirm.png")
