@@ -23,6 +23,7 @@ CORE_KEY_TYPES: dict[str, str] = {
     "seq": "string",
     "wake": "list",
     "workers": "hash",
+    "stops": "hash",  # stop requests for workers (engine/worker_control.py)
     "finished": "zset",
     "turn": "hash",
 }
