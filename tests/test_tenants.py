@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 import redis
@@ -15,7 +15,17 @@ import redis
 from django_emq.engine.doctor import Doctor
 from django_emq.engine.queue import Queue
 
-from .helpers import LONG_LEASE, TASK, claim_one, dump, lane, new_client, ring
+from .helpers import (
+    LONG_LEASE,
+    TASK,
+    claim_one,
+    dump,
+    lane,
+    new_client,
+    ring,
+    server_ms,
+    sleep_past,
+)
 from .invariants import check_invariants
 
 T1, T2, T3 = lane(1, "ORG"), lane(2, "ORG"), lane(3, "ORG")
@@ -199,10 +209,11 @@ def test_retry_reap_and_release_return_a_tenanted_lane_to_its_tenant_ring(
 
 
 def test_a_deferred_job_joins_its_tenant_ring_when_promoted(queue: Queue) -> None:
-    queue.enqueue(
-        lane(10), TASK, tenant=T1, run_after=datetime.now(UTC) + timedelta(milliseconds=5)
-    )
-    time.sleep(0.02)
+    due_ms = server_ms(queue.connection) + 500  # on the server clock, far enough ahead
+    # that a slow enqueue on a loaded machine still lands before it
+    run_after = datetime.fromtimestamp(due_ms / 1000, UTC)
+    queue.enqueue(lane(10), TASK, tenant=T1, run_after=run_after)
+    sleep_past(queue.connection, due_ms)
     assert queue.promote()[0] == 1
     check_invariants(queue)
     assert claimed_lanes(queue, 1) == [lane(10)]
