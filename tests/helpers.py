@@ -7,6 +7,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import redis
@@ -115,6 +116,15 @@ def server_ms(r: Client) -> int:
     """The server clock in milliseconds (the clock leases and schedules use)."""
     seconds, micros = r.time()
     return int(seconds) * 1000 + int(micros) // 1000
+
+
+def due_on_server(r: Client, ahead_ms: int = 500) -> tuple[datetime, int]:
+    """A ``run_after`` ``ahead_ms`` past the server clock, and the same moment in
+    ms: far enough ahead that a slow enqueue on a loaded machine still lands
+    before it (a deferral timed on the client clock can pass before the enqueue
+    reaches the server, and the job is then never scheduled)."""
+    due_ms = server_ms(r) + ahead_ms
+    return datetime.fromtimestamp(due_ms / 1000, UTC), due_ms
 
 
 def sleep_past(r: Client, deadline_ms: int) -> None:

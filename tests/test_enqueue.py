@@ -19,6 +19,7 @@ from .helpers import (
     TASK,
     claim_one,
     counting_client,
+    due_on_server,
     dump,
     fill,
     lane,
@@ -338,7 +339,7 @@ def test_future_run_after_makes_the_job_scheduled(r: redis.Redis, queue: Queue) 
 
 
 def test_promote_moves_a_due_scheduled_job_into_its_lane(r: redis.Redis, queue: Queue) -> None:
-    soon = datetime.now(UTC) + timedelta(milliseconds=200)
+    soon, _ = due_on_server(r)
     done = queue.enqueue(lane(1), TASK, ["deferred"], run_after=soon)
     wait_until(lambda: queue.promote()[0] == 1)
     assert pending(r, queue, lane(1)) == [done.job_id]
@@ -349,7 +350,7 @@ def test_promote_moves_a_due_scheduled_job_into_its_lane(r: redis.Redis, queue: 
 
 
 def test_promoted_job_keeps_its_mint_place(r: redis.Redis, queue: Queue) -> None:
-    soon = datetime.now(UTC) + timedelta(milliseconds=100)
+    soon, _ = due_on_server(r)
     deferred = queue.enqueue(lane(1), TASK, run_after=soon)
     later = fill(queue, lane(1), 2)
     wait_until(lambda: queue.promote()[0] == 1)
@@ -358,7 +359,7 @@ def test_promoted_job_keeps_its_mint_place(r: redis.Redis, queue: Queue) -> None
 
 def test_promote_into_a_paused_lane_keeps_it_off_the_ring(r: redis.Redis, queue: Queue) -> None:
     queue.pause(lane(1))
-    soon = datetime.now(UTC) + timedelta(milliseconds=50)
+    soon, _ = due_on_server(r)
     queue.enqueue(lane(1), TASK, run_after=soon)
     wait_until(lambda: queue.promote()[0] == 1)
     assert queue.depth(lane(1)) == 1

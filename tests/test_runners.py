@@ -27,7 +27,7 @@ from django_emq.exceptions import CorruptKeyspace, JobNotFound, StaleToken
 from django_emq.worker.claimer import claim_in_turn as worker_claim
 from django_emq.worker.shard import Shard, rotation
 
-from .helpers import LONG_LEASE, TASK, fill, free_port, lane, sleep_past
+from .helpers import LONG_LEASE, TASK, due_on_server, fill, free_port, lane, sleep_past
 from .runners import Blocking, Runs, both
 
 WORKER = "w:1"
@@ -134,8 +134,9 @@ def test_promote_moves_due_jobs_and_answers_the_next_due(
 ) -> None:
     later = datetime.now(UTC) + timedelta(hours=1)
     queue.enqueue(lane(1), TASK, run_after=later)
-    soon = queue.enqueue(lane(2), TASK, run_after=datetime.now(UTC) + timedelta(milliseconds=20))
-    sleep_past(r, int((datetime.now(UTC) + timedelta(milliseconds=20)).timestamp() * 1000))
+    run_after, due_ms = due_on_server(r)
+    soon = queue.enqueue(lane(2), TASK, run_after=run_after)
+    sleep_past(r, due_ms)
     count, due = ops.promoted(runner.run_all(ops.promote(queue)))
     assert count == 1
     assert due == int(later.timestamp() * 1000)
