@@ -74,15 +74,16 @@ class QueueReads:
         k = self.keys
         names = [lane for lane, _ in ranked]
         pipe = self.connection.pipeline(transaction=False)
-        for key in (k.inflight, k.ceilings, k.weights, k.max_depths, k.rates, k.timeshare):
+        for key in (k.ceilings, k.weights, k.max_depths, k.rates, k.timeshare):
             pipe.hmget(key, names)
         pipe.smismember(k.paused, names)
         pipe.zmscore(k.throttled, names)
         pipe.hmget(k.tenants, names)
+        for lane in names:  # a lane's in-flight count: its active set's size
+            pipe.zcard(k.lane_active(lane))
         results = pipe.execute()
-        inflight, ceilings, weights, max_depths, rates, credits, paused, throttled, tenants = (
-            results
-        )
+        ceilings, weights, max_depths, rates, credits, paused, throttled, tenants = results[:8]
+        inflight = results[8:]
         time_fair = getattr(self, "fairness", "count") == "time"
         return [
             LaneInfo(

@@ -13,7 +13,7 @@
   KEYS[3]  active    zset   claimed job ids by lease deadline (ms)
   KEYS[4]  paused    set    paused lanes
   KEYS[5]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[6]  inflight  hash   lane -> jobs in flight
+  KEYS[6]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[7]  depths    zset   lane -> pending depth
   KEYS[8]  stats     hash   queue counters
   KEYS[9]  wake      list   wake tokens for parked workers
@@ -108,7 +108,7 @@ for _, job in ipairs(jobs) do
   local id, jk, row = job[1], job[2], job[3]
   local lane = row[1]
   if lane then
-    if ts then tsSettleAll(prefix, lane, {id}, now, Q.inflight) end  -- @timeshare
+    if ts then tsSettleAll(prefix, lane, {id}, now) end  -- @timeshare
     local expiries = (tonumber(row[3]) or 0) + 1
     if expiries >= maxExpiries then
       bury(id, jk, lane, expiries, row)

@@ -1,4 +1,5 @@
 -- @include "add_count"
+-- @include "any_tenants"
 -- @include "check_q"
 -- @include "due_lanes"
 -- @include "guard"
@@ -61,13 +62,16 @@
 -- serves the lane its own ring turns to, and the tenant's ring follows; the
 -- top ring then treats the entry as it treats a lane. An entry tells itself
 -- apart by its mark: a queue without tenants pays nothing for them.
--- Q needs .ring, .onring, .active, .paused, .ceilings, .weights, .inflight,
--- .depths, .stats, .turn.
+-- A lane's in-flight count is the size of its active set (a capped lane's
+-- is read with ZCARD; the queue's inflight hash counts tenants' jobs only).
+-- Q needs .ring, .onring, .active, .paused, .ceilings, .weights, .inflight
+-- (tenants), .depths, .stats, .turn.
 local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness)
   -- Most queues set no weights or ceilings: then no turn looks them up.
   local weighted = inUse(Q.weights)
   local capped = inUse(Q.ceilings)
-  checkQ(Q, {'onring', 'active', 'inflight', 'depths', 'stats'})
+  checkQ(Q, {'onring', 'active', 'depths', 'stats'})
+  if anyTenants(prefix) then checkQ(Q, {'inflight'}) end  -- [tenants] their counts
   local limited = rated(prefix, rate)
   local ts = timeShare(Q, prefix, fairness, weighted)  -- @timeshare: nil unless time-fair
   if ts then weighted = false end
@@ -166,7 +170,6 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
       out[o + 5] = row[2]; out[o + 6] = row[3]; out[o + 7] = row[4]; out[o + 8] = deadline
       out[o + 9] = workers; out[o + 10] = row[6]; out[o + 11] = tonumber(row[8]) or 0
     end
-    addCount(Q.inflight, lane, n, function() return redis.call('ZCARD', laneActive) end)
     return n, suspect
   end
 
@@ -212,7 +215,13 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     if capped then
       ceiling = tonumber(redis.call('HGET', Q.ceilings, lane))
       if ceiling then
-        inflight = tonumber(redis.call('HGET', Q.inflight, lane)) or 0
+        -- the lane's in-flight count: its active set's size
+        local laneActive = laneActiveKey(prefix, lane)
+        inflight = redis.pcall('ZCARD', laneActive)
+        if type(inflight) == 'table' then
+          broken = {laneActive, inflight.err}
+          break
+        end
         if ceiling - inflight < k then k = ceiling - inflight end
       end
     end

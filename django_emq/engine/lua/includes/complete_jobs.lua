@@ -2,7 +2,6 @@
 -- @include "any_unique"
 -- @include "check_q"
 -- @include "check_tenant_ring"
--- @include "drop_inflight"
 -- @include "enter_ring"
 -- @include "expect_type"
 -- @include "fence"
@@ -26,8 +25,9 @@
 -- named in argv[first..] (one triple each: id, token, result JSON), each
 -- fenced by its own token. A refused job (no such job, stale token) changes
 -- nothing and the others are still recorded; a job named twice is recorded
--- once, its second entry refused. Each lane's in-flight count drops once for
--- all its jobs, so a lane held at its ceiling may rejoin the ring.
+-- once, its second entry refused. Each lane's jobs leave its active set (its
+-- in-flight count) in one ZREM, so a lane held at its ceiling may rejoin the
+-- ring.
 --
 -- Read and check first, write last: every row is fenced and every key the
 -- writes touch is checked (check.lua) before the first write, so a key of the
@@ -38,7 +38,8 @@
 -- running attempt ends 'd' (includes/tries.lua).
 --
 -- Returns one code per job: 1 recorded, -1 no such job, -2 stale token.
--- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight, .stats, .wake.
+-- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight (tenants'
+-- counts), .stats, .wake.
 local function completeJobs(Q, prefix, ttl, argv, first)
   local codes, done, byLane, lanes, seen, tries = {}, {}, {}, {}, {}, {}
 
@@ -66,7 +67,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   if #done == 0 then return codes end
 
   -- checks: the keys the writes touch, and which lanes rejoin the ring
-  checkQ(Q, {'active', 'inflight', 'stats'})
+  checkQ(Q, {'active', 'stats'})
   -- Only a lane held at its ceiling can be off the ring and rejoin it when
   -- its jobs finish (an empty or paused lane stays so; a throttled one waits
   -- for its slot): without ceilings, no lane is looked up.
@@ -80,6 +81,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     end
     -- [tenants] a tenant freed from its ceiling may rejoin the top ring
     local tenant = tenantOf(prefix, lane)
+    if tenant then checkQ(Q, {'inflight'}) end  -- its tenant's count drops
     if tenant and tenantCapped(Q, tenant) then
       checkTenantRing(prefix, tenant)
       anyJoins = true
@@ -92,7 +94,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   -- writes
   local now = nowMs()
   if ts then  -- @timeshare: before the rows are rewritten or deleted
-    for _, lane in ipairs(lanes) do tsSettleAll(prefix, lane, byLane[lane], now, Q.inflight) end
+    for _, lane in ipairs(lanes) do tsSettleAll(prefix, lane, byLane[lane], now) end
   end
   local ids = {}
   for _, i in ipairs(done) do
@@ -114,7 +116,6 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   for _, lane in ipairs(lanes) do
     local laneActive = laneActiveKey(prefix, lane)
     redis.call('ZREM', laneActive, unpack(byLane[lane]))
-    dropInflight(Q, lane, #byLane[lane], laneActive)
     tenantFreed(Q, prefix, lane, #byLane[lane])  -- [tenants]
     if joins[lane] then enterRing(Q, lane) end
   end
