@@ -10,6 +10,7 @@ from .ids import validate_lane
 from .keys import QueueKeys
 from .payload import text
 from .records import LaneInfo, Totals, as_int, positive_int
+from .rows import filled
 
 if TYPE_CHECKING:
     from .client import Client
@@ -103,6 +104,7 @@ class QueueReads:
         ]
 
     def job(self, job_id: str) -> dict[str, str] | None:
-        """The job's row as text fields, or ``None`` if there is none."""
+        """The job's row as text fields, or ``None`` if there is none (a first
+        attempt's unwritten fields filled in, ``rows.filled``)."""
         row = self.connection.hgetall(self.keys.job(job_id))
-        return {text(f): text(v) for f, v in row.items()} if row else None
+        return filled({text(f): text(v) for f, v in row.items()}) if row else None

@@ -57,6 +57,7 @@
 -- @include "ts_active"
 -- @include "ts_settle_all"
 -- @include "with_error"
+-- @include "tries_of"
 -- @include "with_try"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
@@ -76,7 +77,8 @@ local jobs, checked = {}, {}
 for _, id in ipairs(expired) do
   local jk = jobKey(prefix, id)
   local row = guard(jk, 'HMGET', jk, 'group', 'worker', 'expiries', 'errors', 'errors_total', 'seq',
-    'tries')
+    'tries', 'claimed', 'workers')
+  row[7] = triesOf(row[7], row[8], row[9])  -- a first attempt's entry is its claim time
   if row[1] and not checked[row[1]] then
     checkLane(prefix, row[1])
     checkTenantOf(prefix, row[1])  -- [tenants]

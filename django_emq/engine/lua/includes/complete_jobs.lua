@@ -35,7 +35,8 @@
 --
 -- A finished job frees the unique key it holds (includes/policies.lua), and
 -- settles the time its claim charged its lane (includes/timeshare.lua); its
--- running attempt ends 'd' (includes/tries.lua).
+-- running attempt ends 'd' (includes/tries.lua; a first attempt's row holds
+-- no `tries`, and its end is its `finished`: nothing more is written).
 --
 -- Returns one code per job: 1 recorded, -1 no such job, -2 stale token.
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight (tenants'
@@ -46,7 +47,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   -- reads: fence every job (a job named twice is refused the second time)
   for i = first, #argv, 3 do
     local id = argv[i]
-    local lane, try = fence(jobKey(prefix, id), argv[i + 1])
+    local lane, try, first = fence(jobKey(prefix, id), argv[i + 1])
     if type(lane) == 'string' and seen[id] then lane = -2 end
     if type(lane) == 'number' then
       codes[#codes + 1] = lane
@@ -54,7 +55,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       seen[id] = true
       codes[#codes + 1] = 1
       done[#done + 1] = i
-      tries[i] = try
+      if not first then tries[i] = try end  -- a first attempt ends at `finished`
       local ids = byLane[lane]
       if not ids then
         ids = {}
