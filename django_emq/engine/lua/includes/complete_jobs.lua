@@ -3,7 +3,7 @@
 -- @include "check_q"
 -- @include "check_tenant_ring"
 -- @include "enter_ring"
--- @include "expect_type"
+-- @include "fail"
 -- @include "fence"
 -- @include "finished_jobs"
 -- @include "in_use"
@@ -29,9 +29,13 @@
 -- in-flight count) in one ZREM, so a lane held at its ceiling may rejoin the
 -- ring.
 --
--- Read and check first, write last: every row is fenced and every key the
--- writes touch is checked (check.lua) before the first write, so a key of the
--- wrong type fails the whole call with nothing written.
+-- Read and check first, write last: every row is fenced and the keys the
+-- writes touch are checked (check.lua) before the first write, so a key of the
+-- wrong type fails the whole call with nothing written. The lanes' active sets
+-- and the queue's are not type-checked: they take the first writes, each
+-- guarded, and a key of the wrong type among them fails the call after the
+-- sets written before it are put back (a lane's members at their claim
+-- times, their rows' `claimed`): still nothing written.
 --
 -- A finished job frees the unique key it holds (includes/policies.lua), and
 -- settles the time its claim charged its lane (includes/timeshare.lua); its
@@ -42,12 +46,12 @@
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight (tenants'
 -- counts), .stats, .wake.
 local function completeJobs(Q, prefix, ttl, argv, first)
-  local codes, done, byLane, lanes, seen, tries = {}, {}, {}, {}, {}, {}
+  local codes, done, byLane, lanes, seen, tries, claimedAt = {}, {}, {}, {}, {}, {}, {}
 
   -- reads: fence every job (a job named twice is refused the second time)
   for i = first, #argv, 3 do
     local id = argv[i]
-    local lane, try, first = fence(jobKey(prefix, id), argv[i + 1])
+    local lane, try, first, claimed = fence(jobKey(prefix, id), argv[i + 1])
     if type(lane) == 'string' and seen[id] then lane = -2 end
     if type(lane) == 'number' then
       codes[#codes + 1] = lane
@@ -56,6 +60,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       codes[#codes + 1] = 1
       done[#done + 1] = i
       if not first then tries[i] = try end  -- a first attempt ends at `finished`
+      claimedAt[id] = tonumber(claimed) or 0
       local ids = byLane[lane]
       if not ids then
         ids = {}
@@ -68,14 +73,13 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   if #done == 0 then return codes end
 
   -- checks: the keys the writes touch, and which lanes rejoin the ring
-  checkQ(Q, {'active', 'stats'})
+  checkQ(Q, {'stats'})
   -- Only a lane held at its ceiling can be off the ring and rejoin it when
   -- its jobs finish (an empty or paused lane stays so; a throttled one waits
   -- for its slot): without ceilings, no lane is looked up.
   local capped = inUse(Q.ceilings)
   local joins, anyJoins = {}, false
   for _, lane in ipairs(lanes) do
-    expectType(laneActiveKey(prefix, lane), 'zset')
     if capped then
       joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
       anyJoins = anyJoins or joins[lane]
@@ -92,16 +96,40 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   local uniques = anyUnique(prefix)
   local ts = tsActive(prefix)  -- @timeshare
 
-  -- writes
+  -- writes: first the active sets, each guarded (see above)
+  local ids = {}
+  for _, i in ipairs(done) do ids[#ids + 1] = argv[i] end
+  local function putBack(upTo)
+    for n = 1, upTo do
+      local members = {}
+      for _, id in ipairs(byLane[lanes[n]]) do
+        members[#members + 1] = claimedAt[id]
+        members[#members + 1] = id
+      end
+      redis.call('ZADD', laneActiveKey(prefix, lanes[n]), unpack(members))
+    end
+  end
+  for n, lane in ipairs(lanes) do
+    local laneActive = laneActiveKey(prefix, lane)
+    local removed = redis.pcall('ZREM', laneActive, unpack(byLane[lane]))
+    if type(removed) == 'table' then
+      putBack(n - 1)
+      fail(laneActive, removed.err)
+    end
+  end
+  local removed = redis.pcall('ZREM', Q.active, unpack(ids))
+  if type(removed) == 'table' then
+    putBack(#lanes)
+    fail(Q.active, removed.err)
+  end
+  TYPE_CHECKED[Q.active] = true  -- a claim in the same call need not check it
   local now = nowMs()
   if ts then  -- @timeshare: before the rows are rewritten or deleted
-    for _, lane in ipairs(lanes) do tsSettleAll(prefix, lane, byLane[lane], now) end
+    for _, lane in ipairs(lanes) do tsSettleAll(prefix, lane, byLane[lane], now, true) end
   end
-  local ids = {}
   for _, i in ipairs(done) do
     local id = argv[i]
     local jk = jobKey(prefix, id)
-    ids[#ids + 1] = id
     if uniques then releaseUnique(prefix, jk, id) end
     if ttl > 0 then
       redis.call('HSET', jk, unpack(withTry({'state', 'done', 'finished', now,
@@ -111,12 +139,9 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       redis.call('DEL', jk)
     end
   end
-  redis.call('ZREM', Q.active, unpack(ids))
   addCount(Q.stats, 'completed', #ids, #ids)
   finishedJobs(prefix, ids, now, 'done')
   for _, lane in ipairs(lanes) do
-    local laneActive = laneActiveKey(prefix, lane)
-    redis.call('ZREM', laneActive, unpack(byLane[lane]))
     tenantFreed(Q, prefix, lane, #byLane[lane])  -- [tenants]
     if joins[lane] then enterRing(Q, lane) end
   end
