@@ -11,6 +11,7 @@
 -- @include "lane_active_key"
 -- @include "lane_key"
 -- @include "now_ms"
+-- @include "put_back_active"
 -- @include "release_unique"
 -- @include "tenant_capped"
 -- @include "tenant_freed"
@@ -34,8 +35,8 @@
 -- wrong type fails the whole call with nothing written. The lanes' active sets
 -- and the queue's are not type-checked: they take the first writes, each
 -- guarded, and a key of the wrong type among them fails the call after the
--- sets written before it are put back (a lane's members at their claim
--- times, their rows' `claimed`): still nothing written.
+-- sets written before it are put back (putBackActive): still nothing
+-- written.
 --
 -- A finished job frees the unique key it holds (includes/policies.lua), and
 -- settles the time its claim charged its lane (includes/timeshare.lua); its
@@ -46,12 +47,12 @@
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight (tenants'
 -- counts), .stats, .wake.
 local function completeJobs(Q, prefix, ttl, argv, first)
-  local codes, done, byLane, lanes, seen, tries, claimedAt = {}, {}, {}, {}, {}, {}, {}
+  local codes, done, byLane, lanes, seen, tries = {}, {}, {}, {}, {}, {}
 
   -- reads: fence every job (a job named twice is refused the second time)
   for i = first, #argv, 3 do
     local id = argv[i]
-    local lane, try, first, claimed = fence(jobKey(prefix, id), argv[i + 1])
+    local lane, try, first = fence(jobKey(prefix, id), argv[i + 1])
     if type(lane) == 'string' and seen[id] then lane = -2 end
     if type(lane) == 'number' then
       codes[#codes + 1] = lane
@@ -60,7 +61,6 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       codes[#codes + 1] = 1
       done[#done + 1] = i
       if not first then tries[i] = try end  -- a first attempt ends at `finished`
-      claimedAt[id] = tonumber(claimed) or 0
       local ids = byLane[lane]
       if not ids then
         ids = {}
@@ -99,27 +99,17 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   -- writes: first the active sets, each guarded (see above)
   local ids = {}
   for _, i in ipairs(done) do ids[#ids + 1] = argv[i] end
-  local function putBack(upTo)
-    for n = 1, upTo do
-      local members = {}
-      for _, id in ipairs(byLane[lanes[n]]) do
-        members[#members + 1] = claimedAt[id]
-        members[#members + 1] = id
-      end
-      redis.call('ZADD', laneActiveKey(prefix, lanes[n]), unpack(members))
-    end
-  end
   for n, lane in ipairs(lanes) do
     local laneActive = laneActiveKey(prefix, lane)
     local removed = redis.pcall('ZREM', laneActive, unpack(byLane[lane]))
     if type(removed) == 'table' then
-      putBack(n - 1)
+      putBackActive(prefix, lanes, byLane, n - 1)
       fail(laneActive, removed.err)
     end
   end
   local removed = redis.pcall('ZREM', Q.active, unpack(ids))
   if type(removed) == 'table' then
-    putBack(#lanes)
+    putBackActive(prefix, lanes, byLane, #lanes)
     fail(Q.active, removed.err)
   end
   TYPE_CHECKED[Q.active] = true  -- a claim in the same call need not check it
