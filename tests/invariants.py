@@ -3,11 +3,13 @@
 :func:`check_invariants` asserts that the keyspace doctor
 (:mod:`django_emq.engine.doctor`, what ``manage.py emq_doctor`` runs) finds
 nothing wrong: the ring holds exactly the serviceable lanes, once each, and
-mirrors its set; the in-flight counts, the depth index and the pending total
-agree with the lanes; each lane's active and dead sets mirror the queue-wide
-ones; every job id sits in exactly the places its row's state names; every
-key is one the engine writes, of its type. It then reads the whole keyspace
-into a :class:`Snapshot` and asserts what only a test checks: the scores
+mirrors its set; the tenants' in-flight counts, the depth index and the
+pending total agree with the lanes (a lane's in-flight count is its active
+set's size: the inflight hash holds tenants' entries only); each lane's
+active and dead sets mirror the queue-wide ones; every job id sits in
+exactly the places its row's state names; every key is one the engine
+writes, of its type. It then reads the whole keyspace into a
+:class:`Snapshot` and asserts what only a test checks: the scores
 (mint places, claim times, due times, times of death), the settings' values,
 the counters on the rows.
 """
@@ -157,6 +159,9 @@ def check_invariants(queue: Queue, *, hollow_ok: bool = False) -> Snapshot:
     assert all(n > 0 for n in snap.inflight.values()), (
         f"in-flight fields must be positive (absent = 0): {snap.inflight}"
     )
+    assert all(name.startswith("@") for name in snap.inflight), (
+        f"the inflight hash counts tenants only (a lane's: its active set): {snap.inflight}"
+    )
     assert r.llen(k.wake) <= 64, "the wake list is capped at 64 tokens"
 
     # -- the scores: mint places, claim times, due times, times of death ------
@@ -222,7 +227,8 @@ def _check_tenants(queue: Queue, snap: Snapshot) -> None:
             assert snap.tenants.get(lane_id) == tenant, f"{lane_id} on {tenant}'s ring"
         riding += lanes
         entry = "@" + tenant
-        total = sum(snap.inflight.get(n, 0) for n, t in snap.tenants.items() if t == tenant)
+        mine = [n for n, t in snap.tenants.items() if t == tenant]
+        total = sum(len(snap.lane_active.get(n, {})) for n in mine)
         assert snap.inflight.get(entry, 0) == total, f"{tenant} counts {snap.inflight.get(entry)}"
         ceiling = snap.ceilings.get(entry)
         open_ = bool(lanes) and (ceiling is None or total < ceiling)

@@ -241,7 +241,10 @@ def test_a_row_from_before_tries_were_kept_reads_its_workers_without_times(
     (job,) = fill(queue, A, 1)
     claim = claim_one(queue)
     queue.release(job, claim.token)
-    r.hdel(queue.keys.job(job), Row.TRIES)  # as an older version left it
+    # as an older version left it: `workers` (written at every claim then, and
+    # not yet on a first attempt's row now), no `tries`
+    r.hset(queue.keys.job(job), Row.WORKERS, claim.worker_ids[-1])
+    r.hdel(queue.keys.job(job), Row.TRIES)
     claim = claim_one(queue)
     queue.complete(job, claim.token)
     first, second = history(queue, job).kept

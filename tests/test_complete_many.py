@@ -159,23 +159,24 @@ def _cost(r: redis.Redis, queue: Queue, lanes: int, jobs: int) -> int:
 def test_cost_per_job_is_three_commands_and_the_rest_is_per_lane(
     r: redis.Redis, queue: Queue
 ) -> None:
-    # One more job costs its row's fence, write and expiry; one more lane the
-    # type check of its active set, its removal, its in-flight count (and its
-    # removal at zero): no ring check, as the queue has no ceilings (only a lane
-    # held at its ceiling rejoins the ring when a job ends). The call itself:
-    # the clock, the active set, the completed counter, the type checks of the
-    # active set, the in-flight counts and the counters (lua/includes/check.lua),
-    # one EXISTS for every lane policy (none set here: no policy is asked
-    # anything more, check.lua policiesOff), and the history, once per call: the
-    # finished window's ZADD and trim, this minute's `done` and its TTL
+    # One more job costs its row's fence, write and expiry; one more lane its
+    # jobs' removal from its active set (the set's size is the lane's in-flight
+    # count: no count of its own; no type check, as the removal is among the
+    # first writes, guarded: lua/includes/complete_jobs.lua): no ring check, as
+    # the queue has no ceilings (only a lane held at its ceiling rejoins the ring
+    # when a job ends). The call itself: the clock, the active set, the completed
+    # counter, the type check of the counters (lua/includes/check.lua), one
+    # EXISTS for every lane policy (none set here: no policy is asked anything
+    # more, check.lua policiesOff), and the history, once per call: the finished
+    # window's ZADD and trim, this minute's `done` and its TTL
     # (lua/includes/history.lua).
     one_lane = [_cost(r, queue, 1, jobs) for jobs in (8, 16, 32)]
     assert one_lane[1] - one_lane[0] == 8 * 3
     assert one_lane[2] - one_lane[1] == 16 * 3
     per_lane = [_cost(r, queue, lanes, 16) for lanes in (1, 2, 4)]
-    assert per_lane[1] - per_lane[0] == 4
-    assert per_lane[2] - per_lane[1] == 2 * 4
-    assert one_lane[1] == 16 * 3 + 4 + 3 + 3 + 1 + 4
+    assert per_lane[1] - per_lane[0] == 1
+    assert per_lane[2] - per_lane[1] == 2 * 1
+    assert one_lane[1] == 16 * 3 + 1 + 3 + 1 + 1 + 4
 
 
 def test_a_claim_of_thousands_of_jobs_keeps_every_lease(queue: Queue) -> None:

@@ -262,7 +262,7 @@ def test_enqueue_costs_the_same_per_job_with_20000_lanes(r: redis.Redis) -> None
     assert "lpos" not in counts  # ... without looking for themselves in it
 
 
-def test_a_turn_without_weights_or_ceilings_costs_nine_commands(
+def test_a_turn_without_weights_or_ceilings_costs_eight_commands(
     r: redis.Redis, queue: Queue
 ) -> None:
     """The hot path's budget, counted: a claim of 16 turns over lanes that keep
@@ -281,23 +281,24 @@ def test_a_turn_without_weights_or_ceilings_costs_nine_commands(
     assert "hget" not in counts
     assert "zcard" not in counts
     # checked once per call, before the first write: the on-ring set, the active
-    # set, the in-flight counts, the depth index and the counters
-    assert counts["type"] == 5
+    # set, the depth index and the counters
+    assert counts["type"] == 4
     per_turn = {"lmove", "zpopmin", "hmget", "hset", "zincrby"}
     assert {name: counts[name] for name in per_turn} == dict.fromkeys(per_turn, 16)
-    # the lane's active set and in-flight count, once per turn; the queue's
-    # active set and pending counter, once per call; each job's wait, in this
+    # the lane's active set (its size is the lane's in-flight count: no count of
+    # its own), once per turn; the queue's active set and pending counter, once
+    # per call; each job's wait, in this
     # minute's histogram and this hour's lane histograms (first starts only),
     # whose TTLs are set once per call
     assert counts["zadd"] == 16 + 1
-    assert counts["hincrby"] == 16 + 1 + 2 * 16
+    assert counts["hincrby"] == 1 + 2 * 16
     assert counts["pexpire"] == 2
     assert "hlen" not in counts  # no policy's hash is probed on its own ...
     assert counts["exists"] == 1  # ... one EXISTS asks for them all (check.lua)
     assert counts["time"] == 1
-    # (+5: the checks before the first write, check.lua; +3: the active set's ZADD,
+    # (+4: the checks before the first write, check.lua; +3: the active set's ZADD,
     # the pending counter and the clock; +1: the policies' EXISTS; +2: the
     # history's TTLs). The attempt's start (the row's `tries`,
     # lua/includes/tries.lua) rides the row's one HMGET and HSET: no command of
     # its own.
-    assert sum(counts.values()) - counts["evalsha"] == 16 * 9 + 5 + 3 + 1 + 2
+    assert sum(counts.values()) - counts["evalsha"] == 16 * 8 + 4 + 3 + 1 + 2

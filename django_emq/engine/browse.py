@@ -21,7 +21,7 @@ from . import calls
 from .ids import validate_lane
 from .payload import text
 from .queue import Queue
-from .rows import LISTED_FIELDS, Row, WorkerBeat, parse_heartbeat
+from .rows import LISTED_FIELDS, Row, WorkerBeat, filled, parse_heartbeat
 from .shards import AnyQueue
 
 ROW_FIELDS = LISTED_FIELDS
@@ -140,7 +140,7 @@ def read_job(queue: Queue, job_id: str) -> JobView | None:
     if not raw:
         return None
     pairs = iter(raw)
-    row = {text(field): text(value) for field, value in zip(pairs, pairs, strict=True)}
+    row = filled({text(field): text(value) for field, value in zip(pairs, pairs, strict=True)})
     found = iter(beats)
     return JobView(
         row,

@@ -77,7 +77,8 @@ class QueueKeys:
 
     @property
     def inflight(self) -> str:
-        """Hash: lane -> number of its jobs in ``active`` (absent means 0)."""
+        """Hash: ``@<tenant>`` -> its lanes' jobs in ``active`` (absent means 0).
+        A lane's own in-flight count is the size of its ``lane_active`` set."""
         return self._k("inflight")
 
     @property

@@ -10,6 +10,7 @@ from .ids import validate_lane
 from .keys import QueueKeys
 from .payload import text
 from .records import LaneInfo, Totals, as_int, positive_int
+from .rows import filled
 
 if TYPE_CHECKING:
     from .client import Client
@@ -74,15 +75,16 @@ class QueueReads:
         k = self.keys
         names = [lane for lane, _ in ranked]
         pipe = self.connection.pipeline(transaction=False)
-        for key in (k.inflight, k.ceilings, k.weights, k.max_depths, k.rates, k.timeshare):
+        for key in (k.ceilings, k.weights, k.max_depths, k.rates, k.timeshare):
             pipe.hmget(key, names)
         pipe.smismember(k.paused, names)
         pipe.zmscore(k.throttled, names)
         pipe.hmget(k.tenants, names)
+        for lane in names:  # a lane's in-flight count: its active set's size
+            pipe.zcard(k.lane_active(lane))
         results = pipe.execute()
-        inflight, ceilings, weights, max_depths, rates, credits, paused, throttled, tenants = (
-            results
-        )
+        ceilings, weights, max_depths, rates, credits, paused, throttled, tenants = results[:8]
+        inflight = results[8:]
         time_fair = getattr(self, "fairness", "count") == "time"
         return [
             LaneInfo(
@@ -102,6 +104,7 @@ class QueueReads:
         ]
 
     def job(self, job_id: str) -> dict[str, str] | None:
-        """The job's row as text fields, or ``None`` if there is none."""
+        """The job's row as text fields, or ``None`` if there is none (a first
+        attempt's unwritten fields filled in, ``rows.filled``)."""
         row = self.connection.hgetall(self.keys.job(job_id))
-        return {text(f): text(v) for f, v in row.items()} if row else None
+        return filled({text(f): text(v) for f, v in row.items()}) if row else None

@@ -132,6 +132,34 @@ def _try(number: int, worker: str, entry: str | None, running: bool) -> Attempt:
                    int(failure) if failure else None)  # fmt: skip
 
 
+def filled(row: Mapping[str, str]) -> dict[str, str]:
+    """The row with what a first attempt leaves unwritten filled in.
+
+    A job's first claim writes only ``attempts``, ``state``, ``claimed`` and
+    ``worker``, and its success only its outcome and ``finished`` (the hot
+    path's cost, ``lua/includes/tries.lua``): its ``started`` is its
+    ``claimed``, its ``workers`` its ``worker``, and its ``tries`` entry starts
+    at ``claimed`` (and ends at ``finished`` when the job is done). Any other
+    end of the attempt writes its ``tries`` out, and a later claim all three.
+    Every reader of a row sees the same fields either way.
+    """
+    out = dict(row)
+    claimed = out.get(Row.CLAIMED)
+    # A row from before `tries` were kept has `workers` (and no `tries`): as it is.
+    if out.get(Row.ATTEMPTS) != "1" or claimed is None or Row.WORKERS in out:
+        return out
+    out.setdefault(Row.STARTED, claimed)
+    if Row.WORKER in out:
+        out[Row.WORKERS] = out[Row.WORKER]
+    if Row.TRIES not in out:
+        entry = claimed
+        finished = out.get(Row.FINISHED, "")
+        if out.get(Row.STATE) == "done" and finished.isdigit() and claimed.isdigit():
+            entry += f"+{max(0, int(finished) - int(claimed))}d"
+        out[Row.TRIES] = entry
+    return out
+
+
 def attempt_history(row: Mapping[str, str], most: int = 1_000) -> AttemptHistory:
     """Every attempt a job row keeps (at most ``most`` of the latest), from its
     ``attempts``, ``workers``, ``tries`` and ``state``.
@@ -139,8 +167,10 @@ def attempt_history(row: Mapping[str, str], most: int = 1_000) -> AttemptHistory
     ``workers`` and ``tries`` each keep one entry per claim, the latest last,
     so they line up from their ends; a claim one of them no longer keeps (a row
     from before ``tries`` existed) has that part unknown. Anything unreadable
-    (a row edited by hand) reads as unknown rather than failing.
+    (a row edited by hand) reads as unknown rather than failing. A first
+    attempt's unwritten fields are filled in first (:func:`filled`).
     """
+    row = filled(row)
     workers = [w for w in row.get(Row.WORKERS, "").split(",") if w]
     tries = [t for t in row.get(Row.TRIES, "").split(",") if t]
     try:

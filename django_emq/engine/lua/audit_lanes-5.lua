@@ -6,7 +6,7 @@
   KEYS[1]  onring    set    lanes on the ring
   KEYS[2]  paused    set    paused lanes
   KEYS[3]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[4]  inflight  hash   lane -> jobs in flight
+  KEYS[4]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[5]  depths    zset   lane -> pending depth
   derived: <prefix>g:<lane>:pending and :active (zsets) of each lane,
            <prefix>throttled (zset: a throttled lane is not serviceable)
@@ -42,9 +42,9 @@ for i = 2, #ARGV do
   if depth and indexed ~= depth then
     report('depth', 'the index says ' .. indexed .. ', the lane holds ' .. depth)
   end
-  if active and counted ~= nil and (tonumber(counted) or -1) ~= active
-      and not (counted == false and active == 0) then
-    report('inflight', 'the count says ' .. tostring(counted) .. ', its active set holds ' .. active)
+  if counted then
+    report('inflight', 'a count of ' .. counted .. ' in the in-flight hash, which counts '
+      .. 'tenants (a lane\'s count is its active set\'s size, ' .. tostring(active) .. ')')
   end
   if depth and active then
     local ceiling = tonumber(read('HGET', Q.ceilings, lane))

@@ -7,9 +7,10 @@
 
   KEYS[1]  onring    set    lanes and tenant entries on a ring
   KEYS[2]  ceilings  hash   lane or '@<tenant>' -> concurrency ceiling
-  KEYS[3]  inflight  hash   lane or '@<tenant>' -> jobs in flight
+  KEYS[3]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[4]  tenants   hash   lane -> its tenant
-  derived: <prefix>t:<tenant>:ring (list)
+  derived: <prefix>t:<tenant>:ring (list), <prefix>g:<lane>:active (zset: a
+           lane's jobs in flight)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  tenant    the tenant id (validated by the caller)
@@ -40,7 +41,7 @@ end
 local sum = 0
 for i = 3, #ARGV do
   if read('HGET', KEYS[4], ARGV[i]) == tenant then
-    sum = sum + (tonumber(read('HGET', KEYS[3], ARGV[i])) or 0)
+    sum = sum + (read('ZCARD', prefix .. 'g:' .. ARGV[i] .. ':active') or 0)
   end
 end
 local counted = read('HGET', KEYS[3], entry)

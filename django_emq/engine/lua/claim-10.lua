@@ -10,7 +10,7 @@
   KEYS[4]  paused    set    paused lanes
   KEYS[5]  ceilings  hash   lane -> concurrency ceiling
   KEYS[6]  weights   hash   lane -> weight
-  KEYS[7]  inflight  hash   lane -> jobs in flight
+  KEYS[7]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[8]  depths    zset   lane -> pending depth
   KEYS[9]  stats     hash   queue counters
   KEYS[10] turn      hash   lane, credit: the rest of the head lane's

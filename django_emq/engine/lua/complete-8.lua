@@ -8,7 +8,7 @@
   KEYS[3]  active    zset   claimed job ids by lease deadline (ms)
   KEYS[4]  paused    set    paused lanes
   KEYS[5]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[6]  inflight  hash   lane -> jobs in flight
+  KEYS[6]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[7]  stats     hash   queue counters
   KEYS[8]  wake      list   wake tokens for parked workers
   derived: <prefix>job:<id> (hash) of each job, <prefix>g:<lane>:pending and

@@ -12,7 +12,7 @@
   KEYS[5]  dead      zset   dead job ids by time of death (ms)
   KEYS[6]  paused    set    paused lanes
   KEYS[7]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[8]  inflight  hash   lane -> jobs in flight
+  KEYS[8]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[9]  depths    zset   lane -> pending depth
   KEYS[10] stats     hash   queue counters
   KEYS[11] wake      list   wake tokens for parked workers
@@ -28,12 +28,10 @@
   is mended: the doctor deletes a key of the wrong type and runs the step
   again (each step is safe to repeat). Returns how many jobs changed.
 ]]
--- @include "add_count"
 -- @include "add_pending"
 -- @include "check_lane"
 -- @include "check_q"
 -- @include "check_tenant_of"
--- @include "drop_inflight"
 -- @include "job_key"
 -- @include "join_ring"
 -- @include "lane_active_key"
@@ -56,8 +54,7 @@ local function leave(id, set, lane)
   if set == 'pending' then
     if redis.call('ZREM', laneKey(prefix, lane), id) == 1 then removedPending(Q, lane, 1) end
   elseif set == 'lane_active' then
-    local laneActive = laneActiveKey(prefix, lane)
-    if redis.call('ZREM', laneActive, id) == 1 then dropInflight(Q, lane, 1, laneActive) end
+    redis.call('ZREM', laneActiveKey(prefix, lane), id)
   elseif set == 'lane_dead' then
     redis.call('ZREM', laneDeadKey(prefix, lane), id)
   else
@@ -116,7 +113,6 @@ for i = 2, #ARGV, 3 do
     end
     if want.laneActive and not at.laneActive then
       redis.call('ZADD', laneActiveKey(prefix, lane), tonumber(row[5]) or now, id)
-      addCount(Q.inflight, lane, 1, function() return redis.call('ZCARD', laneActiveKey(prefix, lane)) end)
       changed = changed + 1
     end
     if want.schedule and not at.schedule then

@@ -9,7 +9,7 @@
   KEYS[2]  onring    set    lanes on the ring
   KEYS[3]  paused    set    paused lanes
   KEYS[4]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[5]  inflight  hash   lane -> jobs in flight
+  KEYS[5]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[6]  depths    zset   lane -> pending depth
   KEYS[7]  wake      list   wake tokens for parked workers
   KEYS[8]  weights   hash   lane -> weight
@@ -57,18 +57,15 @@ for i = 2, #ARGV, 2 do
     local before = redis.call('ZSCORE', Q.depths, name)
     local depth = redis.call('ZCARD', pendingKey)
     local active = redis.call('ZCARD', laneActiveKey(prefix, name))
-    local counted = redis.call('HGET', Q.inflight, name)
     local n = 0
     if (tonumber(before) or 0) ~= depth then
       if depth > 0 then redis.call('ZADD', Q.depths, depth, name)
       else redis.call('ZREM', Q.depths, name) end
       n = n + 1
     end
-    if (tonumber(counted) or 0) ~= active or (counted and active == 0) then
-      if active > 0 then redis.call('HSET', Q.inflight, name, active)
-      else redis.call('HDEL', Q.inflight, name) end
-      n = n + 1
-    end
+    -- a lane's in-flight count is its active set's size: a field of its own in
+    -- the inflight hash (which counts tenants) was left by an older version
+    n = n + redis.call('HDEL', Q.inflight, name)
     local onRing = redis.call('SISMEMBER', Q.onring, name) == 1
     if onRing ~= serviceable(Q, name, pendingKey) then
       refreshRing(Q, name, pendingKey)

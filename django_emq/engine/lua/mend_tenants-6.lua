@@ -8,10 +8,10 @@
   KEYS[2]  onring    set    lanes and tenant entries on a ring
   KEYS[3]  paused    set    paused lanes
   KEYS[4]  ceilings  hash   lane or '@<tenant>' -> concurrency ceiling
-  KEYS[5]  inflight  hash   lane or '@<tenant>' -> jobs in flight
+  KEYS[5]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[6]  wake      list   wake tokens for parked workers
   derived: <prefix>tenants (hash), <prefix>t:<tenant>:ring (list),
-           <prefix>g:<lane>:pending (zsets), <prefix>throttled (zset)
+           <prefix>g:<lane>:pending and :active (zsets), <prefix>throttled (zset)
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  tenant    the tenant id (validated by the caller)
@@ -22,6 +22,7 @@
 -- @include "any_tenants"
 -- @include "check_q"
 -- @include "expect_type"
+-- @include "lane_active_key"
 -- @include "lane_key"
 -- @include "serviceable"
 -- @include "tenant_join"
@@ -38,6 +39,7 @@ expectType(ringKey, 'list')
 local mine = {}
 for i = 3, #ARGV do
   expectType(laneKey(prefix, ARGV[i]), 'zset')
+  expectType(laneActiveKey(prefix, ARGV[i]), 'zset')
   if redis.call('HGET', prefix .. 'tenants', ARGV[i]) == tenant then mine[#mine + 1] = ARGV[i] end
 end
 for _, lane in ipairs(redis.call('LRANGE', ringKey, 0, -1)) do
@@ -49,7 +51,7 @@ redis.call('DEL', ringKey)
 if redis.call('SREM', Q.onring, entry) == 1 then redis.call('LREM', Q.ring, 0, entry) end
 local sum = 0
 for _, lane in ipairs(mine) do
-  sum = sum + (tonumber(redis.call('HGET', Q.inflight, lane)) or 0)
+  sum = sum + redis.call('ZCARD', laneActiveKey(prefix, lane))
 end
 if sum > 0 then redis.call('HSET', Q.inflight, entry, sum) else redis.call('HDEL', Q.inflight, entry) end
 for _, lane in ipairs(mine) do

@@ -6,7 +6,7 @@
   KEYS[2]  onring    set    lanes on the ring
   KEYS[3]  paused    set    paused lanes
   KEYS[4]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[5]  inflight  hash   lane -> jobs in flight
+  KEYS[5]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[6]  depths    zset   lane -> pending depth
   KEYS[7]  stats     hash   queue counters
   KEYS[8]  wake      list   wake tokens for parked workers

@@ -1,7 +1,7 @@
 --[[
   read_job: one job as the admin's job page shows it, in one call (reads
   only): its row, the server clock, its lease deadline, and the heartbeats
-  of the workers its row keeps (`workers`), so the page can link the ones
+  of the workers its row keeps (`workers`, or a first attempt's `worker`), so the page can link the ones
   still alive and tell a running attempt whose lease is over.
 
   KEYS[1]  job       hash   the job row
@@ -23,10 +23,12 @@
 local row = guard(KEYS[1], 'HGETALL', KEYS[1])
 local time = redis.call('TIME')
 local beats = {}
-local workers
+local workers, worker
 for i = 1, #row, 2 do
   if row[i] == 'workers' then workers = row[i + 1] end
+  if row[i] == 'worker' then worker = row[i + 1] end
 end
+workers = workers or worker  -- a first attempt writes no `workers` (includes/tries.lua)
 if workers then
   local ids, seen, most = {}, {}, tonumber(ARGV[2])
   for w in string.gmatch(workers, '[^,]+') do

@@ -13,7 +13,7 @@
   KEYS[3]  active    zset   claimed job ids by lease deadline (ms)
   KEYS[4]  paused    set    paused lanes
   KEYS[5]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[6]  inflight  hash   lane -> jobs in flight
+  KEYS[6]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[7]  depths    zset   lane -> pending depth
   KEYS[8]  stats     hash   queue counters
   KEYS[9]  wake      list   wake tokens for parked workers
@@ -57,6 +57,7 @@
 -- @include "ts_active"
 -- @include "ts_settle_all"
 -- @include "with_error"
+-- @include "tries_of"
 -- @include "with_try"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
@@ -76,7 +77,8 @@ local jobs, checked = {}, {}
 for _, id in ipairs(expired) do
   local jk = jobKey(prefix, id)
   local row = guard(jk, 'HMGET', jk, 'group', 'worker', 'expiries', 'errors', 'errors_total', 'seq',
-    'tries')
+    'tries', 'claimed', 'workers')
+  row[7] = triesOf(row[7], row[8], row[9])  -- a first attempt's entry is its claim time
   if row[1] and not checked[row[1]] then
     checkLane(prefix, row[1])
     checkTenantOf(prefix, row[1])  -- [tenants]
@@ -108,7 +110,7 @@ for _, job in ipairs(jobs) do
   local id, jk, row = job[1], job[2], job[3]
   local lane = row[1]
   if lane then
-    if ts then tsSettleAll(prefix, lane, {id}, now, Q.inflight) end  -- @timeshare
+    if ts then tsSettleAll(prefix, lane, {id}, now) end  -- @timeshare
     local expiries = (tonumber(row[3]) or 0) + 1
     if expiries >= maxExpiries then
       bury(id, jk, lane, expiries, row)

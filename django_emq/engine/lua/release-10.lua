@@ -8,7 +8,7 @@
   KEYS[3]  active    zset   claimed job ids by lease deadline (ms)
   KEYS[4]  paused    set    paused lanes
   KEYS[5]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[6]  inflight  hash   lane -> jobs in flight
+  KEYS[6]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[7]  depths    zset   lane -> pending depth
   KEYS[8]  stats     hash   queue counters
   KEYS[9]  wake      list   wake tokens for parked workers
@@ -49,7 +49,7 @@ checkTenantOf(prefix, lane)  -- [tenants]
 local ts = tsActive(prefix)  -- @timeshare
 local now = nowMs()
 local seq = redis.call('HGET', jk, 'seq')
-if ts then tsSettleAll(prefix, lane, {ARGV[2]}, now, Q.inflight) end
+if ts then tsSettleAll(prefix, lane, {ARGV[2]}, now) end
 returnToLane(Q, prefix, ARGV[2], lane, jk, seq, withTry({}, tries, now, 'r'))
 addCount(Q.stats, 'released', 1, 1)
 return 1

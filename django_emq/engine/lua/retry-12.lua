@@ -11,7 +11,7 @@
   KEYS[5]  dead      zset   dead job ids by time of death (ms)
   KEYS[6]  paused    set    paused lanes
   KEYS[7]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[8]  inflight  hash   lane -> jobs in flight
+  KEYS[8]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[9]  depths    zset   lane -> pending depth
   KEYS[10] stats     hash   queue counters
   KEYS[11] wake      list   wake tokens for parked workers
@@ -81,7 +81,7 @@ local pendingKey = laneKey(prefix, lane)
 local now = nowMs()
 
 -- writes
-if ts then tsSettleAll(prefix, lane, {id}, now, Q.inflight) end  -- @timeshare
+if ts then tsSettleAll(prefix, lane, {id}, now) end  -- @timeshare
 leaveActive(Q, prefix, id, lane)
 redis.call('HSET', jk, unpack(withTry({'fails', fails, 'errors', errors,
   'errors_total', total, 'error', ARGV[4]}, tries, now, 'f' .. total)))

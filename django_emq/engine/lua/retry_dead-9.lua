@@ -12,7 +12,7 @@
   KEYS[3]  dead      zset   dead job ids by time of death (ms)
   KEYS[4]  paused    set    paused lanes
   KEYS[5]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[6]  inflight  hash   lane -> jobs in flight
+  KEYS[6]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[7]  depths    zset   lane -> pending depth
   KEYS[8]  stats     hash   queue counters
   KEYS[9]  wake      list   wake tokens for parked workers

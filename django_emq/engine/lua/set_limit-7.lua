@@ -7,9 +7,11 @@
   KEYS[2]  onring    set    lanes on the ring
   KEYS[3]  paused    set    paused lanes
   KEYS[4]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[5]  inflight  hash   lane -> jobs in flight
+  KEYS[5]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[6]  wake      list   wake tokens for parked workers
   KEYS[7]  pending   zset   the lane (emq:{q}:g:<lane>:pending)
+  derived: <prefix>g:<lane>:active (zset: its jobs in flight, which a ceiling
+           counts; type-checked)
 
   ARGV[1]  lane      the lane id
   ARGV[2]  ceiling   a positive integer, or '' to remove the ceiling
@@ -19,6 +21,7 @@
 -- @include "check_q"
 -- @include "check_tenant_of"
 -- @include "expect_type"
+-- @include "lane_active_key"
 -- @include "prefix_of_q"
 -- @include "refresh_ring"
 
@@ -27,6 +30,7 @@ local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4
 local lane = ARGV[1]
 checkQ(Q)
 expectType(KEYS[7], 'zset')
+expectType(laneActiveKey(prefixOfQ(Q), lane), 'zset')
 checkTenantOf(prefixOfQ(Q), lane)  -- [tenants]
 if ARGV[2] == '' then
   redis.call('HDEL', Q.ceilings, lane)

@@ -11,9 +11,11 @@
   KEYS[2]  onring    set    lanes on the ring
   KEYS[3]  paused    set    paused lanes
   KEYS[4]  ceilings  hash   lane -> concurrency ceiling
-  KEYS[5]  inflight  hash   lane -> jobs in flight
+  KEYS[5]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[6]  wake      list   wake tokens for parked workers
   KEYS[7]  pending   zset   the lane (emq:{q}:g:<lane>:pending)
+  derived: <prefix>g:<lane>:active (zset: its jobs in flight, which a ceiling
+           counts; type-checked)
   KEYS[8]  rates     hash   lane -> '<count>:<per_ms>'
   KEYS[9]  throttled zset   throttled lanes by when their next start is allowed
   KEYS[10] starts    list   the lane's latest start times (emq:{q}:g:<lane>:starts)
@@ -27,6 +29,7 @@
 -- @include "check_q"
 -- @include "check_tenant_of"
 -- @include "expect_type"
+-- @include "lane_active_key"
 -- @include "now_ms"
 -- @include "prefix_of_q"
 -- @include "refresh_ring"
@@ -36,6 +39,7 @@ local Q = {ring = KEYS[1], onring = KEYS[2], paused = KEYS[3], ceilings = KEYS[4
 local lane, startsKey = ARGV[1], KEYS[10]
 checkQ(Q)
 expectType(KEYS[7], 'zset')
+expectType(laneActiveKey(prefixOfQ(Q), lane), 'zset')
 checkTenantOf(prefixOfQ(Q), lane)  -- [tenants]
 expectType(KEYS[8], 'hash')
 expectType(KEYS[9], 'zset')

@@ -7,7 +7,7 @@
   KEYS[1]  ring      list   serviceable lanes and tenant entries, in rotation order
   KEYS[2]  onring    set    lanes and tenant entries on a ring
   KEYS[3]  ceilings  hash   lane or '@<tenant>' -> concurrency ceiling
-  KEYS[4]  inflight  hash   lane or '@<tenant>' -> jobs in flight
+  KEYS[4]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[5]  wake      list   wake tokens for parked workers
   derived: <prefix>t:<tenant>:ring (list, includes/tenants.lua)
 

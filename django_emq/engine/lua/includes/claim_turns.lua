@@ -1,4 +1,5 @@
 -- @include "add_count"
+-- @include "any_tenants"
 -- @include "check_q"
 -- @include "due_lanes"
 -- @include "guard"
@@ -16,6 +17,7 @@
 -- @include "tenant_done"
 -- @include "tenant_pick"
 -- @include "time_share"
+-- @include "tries_of"
 -- @include "ts_charge"
 -- @include "ts_land"
 -- @include "ts_turn"
@@ -61,13 +63,16 @@
 -- serves the lane its own ring turns to, and the tenant's ring follows; the
 -- top ring then treats the entry as it treats a lane. An entry tells itself
 -- apart by its mark: a queue without tenants pays nothing for them.
--- Q needs .ring, .onring, .active, .paused, .ceilings, .weights, .inflight,
--- .depths, .stats, .turn.
+-- A lane's in-flight count is the size of its active set (a capped lane's
+-- is read with ZCARD; the queue's inflight hash counts tenants' jobs only).
+-- Q needs .ring, .onring, .active, .paused, .ceilings, .weights, .inflight
+-- (tenants), .depths, .stats, .turn.
 local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness)
   -- Most queues set no weights or ceilings: then no turn looks them up.
   local weighted = inUse(Q.weights)
   local capped = inUse(Q.ceilings)
-  checkQ(Q, {'onring', 'active', 'inflight', 'depths', 'stats'})
+  checkQ(Q, {'onring', 'active', 'depths', 'stats'})
+  if anyTenants(prefix) then checkQ(Q, {'inflight'}) end  -- [tenants] their counts
   local limited = rated(prefix, rate)
   local ts = timeShare(Q, prefix, fairness, weighted)  -- @timeshare: nil unless time-fair
   if ts then weighted = false end
@@ -117,9 +122,10 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     local rows, suspect, n = {}, false, 0
     for i = 1, #popped, 2 do
       local jk = jobKey(prefix, popped[i])
-      -- One read and one write of the row per job (the hot path's cost).
-      local row = redis.pcall('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'workers',
-        'started', 'attempts', 'expiries', 'tries')
+      -- One read and one write of the row per job (the hot path's cost): the
+      -- read takes what the reply returns, and the row's lane and place.
+      local row = redis.pcall('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'attempts',
+        'expiries', 'group', 'seq')
       if row.err then
         for j = 1, #popped, 2 do redis.call('ZADD', pendingKey, popped[j + 1], popped[j]) end
         return nil, {jk, row.err}
@@ -128,7 +134,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
       rows[n] = row
       -- A job whose lease expired before ends the claim: the rest of the turn
       -- goes back, in its mint places.
-      if (tonumber(row[8]) or 0) > 0 then
+      if (tonumber(row[6]) or 0) > 0 then
         suspect = true
         for j = i + 2, #popped, 2 do redis.call('ZADD', pendingKey, popped[j + 1], popped[j]) end
         break
@@ -147,26 +153,36 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     end
     for j = 1, n do
       local id, row = popped[2 * j - 1], rows[j]
-      local token = (tonumber(row[7]) or 0) + 1
-      local workers = recent(row[5], worker)
-      if not row[6] then
-        row[6] = now
+      local jk = jobKey(prefix, id)
+      local token = (tonumber(row[5]) or 0) + 1
+      local fields = {'attempts', token, 'state', 'active', 'claimed', now, 'worker', worker}
+      local workers, started = worker, now
+      if token == 1 then
         startedJob(prefix, lane, now, row[4])  -- its wait, in the history
+      else
+        -- a job claimed before: its attempt history is written out (a first
+        -- attempt's is the row's worker and claimed, see tries.lua)
+        local past = redis.call('HMGET', jk, 'workers', 'worker', 'tries', 'started', 'claimed')
+        workers, started = recent(past[1] or past[2], worker), past[4] or past[5] or now
+        fields[9], fields[10] = 'workers', workers
+        fields[11], fields[12] = 'started', started
+        fields[13], fields[14] = 'tries', recent(triesOf(past[3], past[5], past[1]), now)
       end
-      -- group and seq are rewritten from where the job was popped: a row that
-      -- lost them (edited by hand) still settles and returns to its lane.
-      redis.call('HSET', jobKey(prefix, id), 'attempts', token, 'state', 'active',
-        'claimed', now, 'worker', worker, 'workers', workers, 'started', row[6],
-        'group', lane, 'seq', popped[2 * j], 'tries', recent(row[9], now))  -- see tries.lua
+      -- group and seq are written when the row lost them (edited by hand): it
+      -- still settles and returns to its lane, at the place it was popped from.
+      if row[7] ~= lane or row[8] ~= popped[2 * j] then
+        fields[#fields + 1], fields[#fields + 2] = 'group', lane
+        fields[#fields + 1], fields[#fields + 2] = 'seq', popped[2 * j]
+      end
+      redis.call('HSET', jk, unpack(fields))
       leases[#leases + 1] = deadline
       leases[#leases + 1] = id
       if #leases >= 2 * CHUNK then addLeases() end
       local o = #out
       out[o + 1] = id; out[o + 2] = lane; out[o + 3] = token; out[o + 4] = row[1]
       out[o + 5] = row[2]; out[o + 6] = row[3]; out[o + 7] = row[4]; out[o + 8] = deadline
-      out[o + 9] = workers; out[o + 10] = row[6]; out[o + 11] = tonumber(row[8]) or 0
+      out[o + 9] = workers; out[o + 10] = started; out[o + 11] = tonumber(row[6]) or 0
     end
-    addCount(Q.inflight, lane, n, function() return redis.call('ZCARD', laneActive) end)
     return n, suspect
   end
 
@@ -212,7 +228,13 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     if capped then
       ceiling = tonumber(redis.call('HGET', Q.ceilings, lane))
       if ceiling then
-        inflight = tonumber(redis.call('HGET', Q.inflight, lane)) or 0
+        -- the lane's in-flight count: its active set's size
+        local laneActive = laneActiveKey(prefix, lane)
+        inflight = redis.pcall('ZCARD', laneActive)
+        if type(inflight) == 'table' then
+          broken = {laneActive, inflight.err}
+          break
+        end
         if ceiling - inflight < k then k = ceiling - inflight end
       end
     end

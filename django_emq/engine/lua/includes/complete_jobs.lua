@@ -2,9 +2,8 @@
 -- @include "any_unique"
 -- @include "check_q"
 -- @include "check_tenant_ring"
--- @include "drop_inflight"
 -- @include "enter_ring"
--- @include "expect_type"
+-- @include "fail"
 -- @include "fence"
 -- @include "finished_jobs"
 -- @include "in_use"
@@ -12,6 +11,7 @@
 -- @include "lane_active_key"
 -- @include "lane_key"
 -- @include "now_ms"
+-- @include "put_back_active"
 -- @include "release_unique"
 -- @include "tenant_capped"
 -- @include "tenant_freed"
@@ -26,26 +26,33 @@
 -- named in argv[first..] (one triple each: id, token, result JSON), each
 -- fenced by its own token. A refused job (no such job, stale token) changes
 -- nothing and the others are still recorded; a job named twice is recorded
--- once, its second entry refused. Each lane's in-flight count drops once for
--- all its jobs, so a lane held at its ceiling may rejoin the ring.
+-- once, its second entry refused. Each lane's jobs leave its active set (its
+-- in-flight count) in one ZREM, so a lane held at its ceiling may rejoin the
+-- ring.
 --
--- Read and check first, write last: every row is fenced and every key the
--- writes touch is checked (check.lua) before the first write, so a key of the
--- wrong type fails the whole call with nothing written.
+-- Read and check first, write last: every row is fenced and the keys the
+-- writes touch are checked (check.lua) before the first write, so a key of the
+-- wrong type fails the whole call with nothing written. The lanes' active sets
+-- and the queue's are not type-checked: they take the first writes, each
+-- guarded, and a key of the wrong type among them fails the call after the
+-- sets written before it are put back (putBackActive): still nothing
+-- written.
 --
 -- A finished job frees the unique key it holds (includes/policies.lua), and
 -- settles the time its claim charged its lane (includes/timeshare.lua); its
--- running attempt ends 'd' (includes/tries.lua).
+-- running attempt ends 'd' (includes/tries.lua; a first attempt's row holds
+-- no `tries`, and its end is its `finished`: nothing more is written).
 --
 -- Returns one code per job: 1 recorded, -1 no such job, -2 stale token.
--- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight, .stats, .wake.
+-- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight (tenants'
+-- counts), .stats, .wake.
 local function completeJobs(Q, prefix, ttl, argv, first)
   local codes, done, byLane, lanes, seen, tries = {}, {}, {}, {}, {}, {}
 
   -- reads: fence every job (a job named twice is refused the second time)
   for i = first, #argv, 3 do
     local id = argv[i]
-    local lane, try = fence(jobKey(prefix, id), argv[i + 1])
+    local lane, try, first = fence(jobKey(prefix, id), argv[i + 1])
     if type(lane) == 'string' and seen[id] then lane = -2 end
     if type(lane) == 'number' then
       codes[#codes + 1] = lane
@@ -53,7 +60,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       seen[id] = true
       codes[#codes + 1] = 1
       done[#done + 1] = i
-      tries[i] = try
+      if not first then tries[i] = try end  -- a first attempt ends at `finished`
       local ids = byLane[lane]
       if not ids then
         ids = {}
@@ -66,20 +73,20 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   if #done == 0 then return codes end
 
   -- checks: the keys the writes touch, and which lanes rejoin the ring
-  checkQ(Q, {'active', 'inflight', 'stats'})
+  checkQ(Q, {'stats'})
   -- Only a lane held at its ceiling can be off the ring and rejoin it when
   -- its jobs finish (an empty or paused lane stays so; a throttled one waits
   -- for its slot): without ceilings, no lane is looked up.
   local capped = inUse(Q.ceilings)
   local joins, anyJoins = {}, false
   for _, lane in ipairs(lanes) do
-    expectType(laneActiveKey(prefix, lane), 'zset')
     if capped then
       joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
       anyJoins = anyJoins or joins[lane]
     end
     -- [tenants] a tenant freed from its ceiling may rejoin the top ring
     local tenant = tenantOf(prefix, lane)
+    if tenant then checkQ(Q, {'inflight'}) end  -- its tenant's count drops
     if tenant and tenantCapped(Q, tenant) then
       checkTenantRing(prefix, tenant)
       anyJoins = true
@@ -89,16 +96,30 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   local uniques = anyUnique(prefix)
   local ts = tsActive(prefix)  -- @timeshare
 
-  -- writes
+  -- writes: first the active sets, each guarded (see above)
+  local ids = {}
+  for _, i in ipairs(done) do ids[#ids + 1] = argv[i] end
+  for n, lane in ipairs(lanes) do
+    local laneActive = laneActiveKey(prefix, lane)
+    local removed = redis.pcall('ZREM', laneActive, unpack(byLane[lane]))
+    if type(removed) == 'table' then
+      putBackActive(prefix, lanes, byLane, n - 1)
+      fail(laneActive, removed.err)
+    end
+  end
+  local removed = redis.pcall('ZREM', Q.active, unpack(ids))
+  if type(removed) == 'table' then
+    putBackActive(prefix, lanes, byLane, #lanes)
+    fail(Q.active, removed.err)
+  end
+  TYPE_CHECKED[Q.active] = true  -- a claim in the same call need not check it
   local now = nowMs()
   if ts then  -- @timeshare: before the rows are rewritten or deleted
-    for _, lane in ipairs(lanes) do tsSettleAll(prefix, lane, byLane[lane], now, Q.inflight) end
+    for _, lane in ipairs(lanes) do tsSettleAll(prefix, lane, byLane[lane], now, true) end
   end
-  local ids = {}
   for _, i in ipairs(done) do
     local id = argv[i]
     local jk = jobKey(prefix, id)
-    ids[#ids + 1] = id
     if uniques then releaseUnique(prefix, jk, id) end
     if ttl > 0 then
       redis.call('HSET', jk, unpack(withTry({'state', 'done', 'finished', now,
@@ -108,13 +129,9 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       redis.call('DEL', jk)
     end
   end
-  redis.call('ZREM', Q.active, unpack(ids))
   addCount(Q.stats, 'completed', #ids, #ids)
   finishedJobs(prefix, ids, now, 'done')
   for _, lane in ipairs(lanes) do
-    local laneActive = laneActiveKey(prefix, lane)
-    redis.call('ZREM', laneActive, unpack(byLane[lane]))
-    dropInflight(Q, lane, #byLane[lane], laneActive)
     tenantFreed(Q, prefix, lane, #byLane[lane])  -- [tenants]
     if joins[lane] then enterRing(Q, lane) end
   end

@@ -1,6 +1,15 @@
 -- A job row's `tries`: the latest attempts' times and outcomes, oldest first,
 -- comma-separated, at most the queue's history (EMQ HISTORY) of them, like
 -- `workers` (the claim appends, see claim_turns.lua: the same recent()).
+-- A first attempt writes neither (the hot path's cost): its claim writes only
+-- `attempts`, `state`, `claimed` and `worker`, and a completion only its
+-- outcome and `finished`. Its `started` is then its `claimed`, its `workers`
+-- its `worker`, and its `tries` entry `<claimed>` (ended at `finished` when
+-- the job is done). Any other end of it (retry, failure, expiry, release)
+-- writes its `tries` out, and a later claim all three (triesOf). Python
+-- fills them in the same way when it reads a row
+-- (django_emq.engine.rows.filled). A row from before `tries` were kept has
+-- `workers` and no `tries`: its attempts' times stay unknown.
 -- One entry per claim:
 --   <start>                      running (or ended with nothing recorded)
 --   <start>+<ms><outcome>[<n>]   ended <ms> after it started (server clock)

@@ -1,5 +1,6 @@
 -- @include "check_tenant_ring"
 -- @include "guard"
+-- @include "lane_active_key"
 -- @include "prefix_of_q"
 -- @include "tenant_of"
 
@@ -11,8 +12,9 @@
 -- many of its in-flight jobs the writes finish. The caller then checks
 -- .ring and .wake and calls enterRing. The lane's tenant is looked up (and
 -- its ring's type checked when the lane joins it).
--- Q needs .onring, .paused, .ceilings, .inflight; pendingKey locates the
--- queue's throttled set (derived: <prefix>throttled).
+-- Q needs .onring, .paused, .ceilings; pendingKey locates the queue's
+-- throttled set (derived: <prefix>throttled); a capped lane's in-flight
+-- count is the size of its active set (derived: <prefix>g:<lane>:active).
 local function willJoin(Q, lane, pendingKey, depth, inflightDrop)
   local tenant = tenantOf(prefixOfQ(Q), lane)  -- [tenants]
   if guard(Q.onring, 'SISMEMBER', Q.onring, lane) == 1 then return false end
@@ -21,7 +23,8 @@ local function willJoin(Q, lane, pendingKey, depth, inflightDrop)
   if guard(Q.paused, 'SISMEMBER', Q.paused, lane) == 1 then return false end
   local ceiling = tonumber(guard(Q.ceilings, 'HGET', Q.ceilings, lane))
   if ceiling then
-    local inflight = tonumber(guard(Q.inflight, 'HGET', Q.inflight, lane)) or 0
+    local laneActive = laneActiveKey(prefixOfQ(Q), lane)
+    local inflight = guard(laneActive, 'ZCARD', laneActive)
     if inflight - inflightDrop >= ceiling then return false end
   end
   -- a rate-limited lane waiting for its next slot (includes/rate.lua)
