@@ -78,7 +78,8 @@ def _throttled(shard: Queue) -> Filtered:
 def _capped(shard: Queue) -> Filtered:
     """The ceilings (the whole hash when it holds at most :data:`MOST` lanes,
     else one HSCAN step of :data:`MOST`), then the running counts of the lanes
-    read: three round trips."""
+    read (a lane's running count is the size of its active set, one ZCARD each,
+    pipelined): three round trips."""
     k = shard.keys
     held = int(shard.connection.hlen(k.ceilings))
     batch: Mapping[Any, Any] = (
@@ -88,7 +89,10 @@ def _capped(shard: Queue) -> Filtered:
     )
     ceilings = {text(lane): _count(ceiling) for lane, ceiling in batch.items()}
     names = [lane for lane, ceiling in ceilings.items() if ceiling > 0]
-    running = shard.connection.hmget(k.inflight, names) if names else []
+    pipe = shard.connection.pipeline(transaction=False)
+    for lane in names:
+        pipe.zcard(k.lane_active(lane))
+    running = pipe.execute() if names else []
     capped = [
         lane for lane, count in zip(names, running, strict=True) if _count(count) >= ceilings[lane]
     ]
