@@ -151,13 +151,15 @@ def client_loop(
 
 
 def script_stats(nodes: Sequence[tuple[str, int]]) -> list[tuple[int, int]]:
-    """(EVALSHA calls, microseconds in them) of each node so far."""
+    """(script calls: FCALL and EVALSHA, microseconds in them) of each node so far."""
     stats = []
     for host, port in nodes:
         with redis.Redis(host=host, port=port) as client:
             info: dict[str, Any] = client.info("commandstats")
-        evalsha = info.get("cmdstat_evalsha", {})
-        stats.append((int(evalsha.get("calls", 0)), int(evalsha.get("usec", 0))))
+        runs = [info.get(f"cmdstat_{name}", {}) for name in ("fcall", "evalsha")]
+        stats.append(
+            (sum(int(r.get("calls", 0)) for r in runs), sum(int(r.get("usec", 0)) for r in runs))
+        )
     return stats
 
 

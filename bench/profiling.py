@@ -258,11 +258,12 @@ def engine_loop(url: str, jobs: int) -> None:
 
 
 def lua_cost(client: redis.Redis, jobs: int) -> dict[str, float]:
+    """Script calls (FCALL, or EVALSHA without Functions) and their server time per job."""
     stats: dict[str, Any] = client.info("commandstats")
-    evalsha = stats.get("cmdstat_evalsha", {"calls": 0, "usec": 0})
+    runs = [stats.get(f"cmdstat_{name}", {"calls": 0, "usec": 0}) for name in ("fcall", "evalsha")]
     return {
-        "evalsha_per_job": round(evalsha["calls"] / jobs, 2),
-        "lua_us_per_job": round(evalsha["usec"] / jobs, 1),
+        "evalsha_per_job": round(sum(run["calls"] for run in runs) / jobs, 2),
+        "lua_us_per_job": round(sum(run["usec"] for run in runs) / jobs, 1),
     }
 
 

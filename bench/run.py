@@ -207,15 +207,16 @@ def server_cost(client: redis.Redis, jobs: int) -> dict[str, float]:
     """Script calls and their server time per job since the last ``CONFIG RESETSTAT``.
 
     (``INFO commandstats`` counts the commands a script runs as well, under their
-    own names, so only EVALSHA's own figures are per call: its time includes them.)
+    own names, so only the script calls' own figures (FCALL, or EVALSHA on a
+    server without Functions) are per call: their time includes them.)
     """
     stats = commandstats(client)
-    evalsha = stats.get("evalsha", {"calls": 0, "usec": 0})
-    top_level = {"evalsha", "config|resetstat", "info"}
+    runs = [stats.get(name, {"calls": 0, "usec": 0}) for name in ("fcall", "evalsha")]
+    top_level = {"fcall", "evalsha", "config|resetstat", "info"}
     inner = sum(s["calls"] for name, s in stats.items() if name not in top_level)
     return {
-        "evalsha_per_job": round(evalsha["calls"] / jobs, 2),
-        "lua_us_per_job": round(evalsha["usec"] / jobs, 1),
+        "evalsha_per_job": round(sum(run["calls"] for run in runs) / jobs, 2),
+        "lua_us_per_job": round(sum(run["usec"] for run in runs) / jobs, 1),
         # Every other command counted: the scripts' own redis.call()s (in a worker
         # run, also its few plain commands: heartbeats, reaps, parking).
         "commands_in_scripts_per_job": round(inner / jobs, 1),

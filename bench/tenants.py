@@ -74,7 +74,8 @@ def cycle(r: redis.Redis, queue: Queue, cycles: int) -> tuple[float, float]:
         queue.complete(claims[0].job_id, claims[0].token)
     rate = cycles / (time.perf_counter() - started)
     stats = r.info("commandstats")
-    usec = sum(int(v["usec"]) for k, v in stats.items() if k.startswith("cmdstat_evalsha"))
+    scripts = ("cmdstat_fcall", "cmdstat_evalsha")
+    usec = sum(int(v["usec"]) for k, v in stats.items() if k in scripts)
     return rate, usec / cycles
 
 

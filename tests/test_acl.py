@@ -44,7 +44,11 @@ A, B = lane_id("USR", 1), lane_id("USR", 2)
 #: Python-side calls on a client or pipeline, as this package writes them.
 PY_CALL = re.compile(r"\b(?:pipe|connection|client|_park|again)\.([a-z_]+)\(")
 #: Client methods that are not commands.
-NOT_COMMANDS = {"pipeline", "execute", "close", "register_script", "execute_command"}
+NOT_COMMANDS = {
+    *("pipeline", "execute", "close", "register_script", "execute_command"),
+    # a cluster client's map of slots to nodes (engine/runner.py routes calls by it)
+    *("get_node_from_key", "initialize"),
+}
 #: A command sent by name (``pipe.execute_command("TIME")``).
 NAMED_CALL = re.compile(r'\.execute_command\(\s*"([A-Z]+(?: [A-Z]+)?)"')
 #: A command a script calls: directly, or through check.lua's guard(key, 'CMD', ...)
@@ -134,8 +138,9 @@ def test_the_acl_grants_every_command_the_python_code_sends() -> None:
         # hscan_iter and the like page through their command (HSCAN)
         sent |= {m.removesuffix("_iter") for m in PY_CALL.findall(path.read_text())} - NOT_COMMANDS
         sent |= {name.lower().replace(" ", "|") for name in NAMED_CALL.findall(path.read_text())}
-    # redis-py runs scripts with EVALSHA and loads them after a flush or restart.
-    sent |= {"evalsha", "script|load", "script|exists"}
+    # The runner (engine/runner.py) runs scripts with FCALL and loads the library
+    # after a flush or restart; without Functions, EVALSHA and SCRIPT LOAD.
+    sent |= {"fcall", "function|load", "evalsha", "script|load", "script|exists"}
     assert {"blpop", "info", "hset"} <= sent
     assert sent - granted() == set()
 
@@ -152,6 +157,9 @@ def acl_url(valkey_server: ValkeyServer, r: redis.Redis) -> Iterator[str]:
     name, version = server_version(r)
     if name == "redis" and version < (7, 2):  # no CLIENT SETINFO there: docs/valkey.md
         rules.remove("+client|setinfo")
+    if name == "redis" and version < (7, 0):  # no Functions there: docs/valkey.md
+        rules.remove("+fcall")
+        rules.remove("+function|load")
     r.acl_setuser("emq", reset=True)
     command(r, "ACL", "SETUSER", "emq", *rules)
     r.acl_log_reset()
@@ -182,13 +190,13 @@ def test_a_full_cycle_runs_as_the_acl_user(
 ) -> None:
     settings.EMQ = {**settings.EMQ, "URL": acl_url, "MAX_ATTEMPTS": 2}
     assert check_server() == []
-    r.script_flush()  # the user's client must load every script itself
+    r.function_flush()  # the user's client must load the engine's library itself
     q = backend().queue("default")
     ok = enqueue_for(A, chaos_tasks.add, 2, 3)
     fails = enqueue_for(A, chaos_tasks.exits)
     soon = enqueue_for(B, chaos_tasks.add.using(run_after=timezone.now()), 1, 1)
     later = enqueue_for(B, chaos_tasks.add.using(run_after=timezone.now() + timedelta(hours=1)))
-    r.script_flush()
+    r.function_flush()
     q.enqueue_many([{"lane": B, "task_path": chaos_tasks.add.module_path, "args": [4, 4]}])
 
     workers = Workers(acl_url, tmp_path)
@@ -258,4 +266,31 @@ def test_the_acl_user_can_do_nothing_else(acl_url: str, r: redis.Redis) -> None:
         user.evalsha(sha, 1, "other")
     assert user.evalsha(sha, 1, "emq:{default}:x") == 1
     assert r.get("other") == b"1"
+    user.close()
+
+
+@pytest.mark.parametrize("dropped", [("+fcall", "+function|load"), ("+function|load",)])
+def test_a_user_without_functions_runs_the_scripts_by_evalsha(
+    acl_url: str, r: redis.Redis, dropped: tuple[str, ...]
+) -> None:
+    """A user under rules written before Functions (or one who may call them but
+    not load them, on a server that lost them) gets every operation by
+    ``EVALSHA``: one refusal, then never ``FCALL`` again on that client."""
+    for rule in dropped:
+        command(r, "ACL", "SETUSER", "emq", f"-{rule.removeprefix('+')}")
+    r.function_flush()
+    r.script_flush()
+    r.acl_log_reset()
+    user = redis.Redis.from_url(acl_url)
+    queue = Queue("default", connection=user)
+    job = queue.enqueue(A, chaos_tasks.add.module_path, [1, 2])
+    claims = queue.claim(60_000, worker_id="w:1") or []
+    assert [c.job_id for c in claims] == [job.job_id]
+    queue.complete(claims[0].job_id, claims[0].token, result=3)
+    assert not queue.runner.steps.functions
+    assert queue.job(job.job_id)["state"] == "done"  # type: ignore[index]
+    refused = [entry for entry in r.acl_log() if entry["username"] == "emq"]
+    assert [(entry["object"], entry["count"]) for entry in refused] == [
+        (dropped[0].removeprefix("+"), 1)
+    ]
     user.close()

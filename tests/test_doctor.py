@@ -174,7 +174,7 @@ def test_a_healthy_queue_of_100000_jobs_is_clean_at_a_bounded_cost(
     calls = {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
     # one script call per batch of rows, of lanes and of a set's members (a
     # lane's sets are small: one call each; 1,000 pending, 400 active, 100 dead)
-    assert calls["evalsha"] <= 3 * 100_000 // 500 + 1_500 + 50
+    assert calls["fcall"] <= 3 * 100_000 // 500 + 1_500 + 50
     assert calls["scan"] <= 2 * 101_000 // 500 + 10
     # inside the scripts: a row's check is a few reads, a member's two
     assert sum(calls.values()) <= 16 * 100_000

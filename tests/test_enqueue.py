@@ -167,12 +167,12 @@ def test_duplicates_inside_enqueue_many_are_reported_per_job(r: redis.Redis, que
 def test_enqueue_many_is_one_round_trip(r: redis.Redis) -> None:
     with counting_client(r) as (client, counter):
         q = Queue("q", connection=client)
-        q.enqueue(lane(9), TASK)  # the server has the script now
-        evalsha_before = _calls(r, "evalsha")
+        q.enqueue(lane(9), TASK)  # the server has the engine's library now
+        fcall_before = _calls(r, "fcall")
         counter.sent = 0
         done = q.enqueue_many(_good(lane=lane(i % 7 + 1), args=[i]) for i in range(100))
         assert counter.sent == 1
-    assert _calls(r, "evalsha") - evalsha_before == 100
+    assert _calls(r, "fcall") - fcall_before == 100
     assert [d.duplicate for d in done] == [False] * 100
     assert len({d.job_id for d in done}) == 100
     assert Queue("q", connection=r).totals().pending == 101

@@ -49,7 +49,7 @@ def test_enqueue_with_max_depths_and_unique_keys_costs_the_same_with_20000_lanes
         return work
 
     counts = run_both(r, scenario)
-    assert counts["evalsha"] == CYCLES
+    assert counts["fcall"] == CYCLES
 
 
 def test_finishing_unique_jobs_costs_the_same_with_20000_lanes(r: redis.Redis) -> None:
@@ -68,7 +68,7 @@ def test_finishing_unique_jobs_costs_the_same_with_20000_lanes(r: redis.Redis) -
         return claim_complete(queue, CYCLES)
 
     counts = run_both(r, scenario)
-    assert counts["evalsha"] == 2 * CYCLES
+    assert counts["fcall"] == 2 * CYCLES
     assert counts["hdel"] >= CYCLES  # the keys were freed
 
 
@@ -82,7 +82,7 @@ def test_rate_limited_claims_cost_the_same_with_20000_lanes(r: redis.Redis) -> N
         return claim_complete(queue, CYCLES)
 
     counts = run_both(r, scenario)
-    assert counts["evalsha"] == 2 * CYCLES
+    assert counts["fcall"] == 2 * CYCLES
     assert "zadd" in counts
     assert counts["lmove"] == CYCLES
 
@@ -147,7 +147,7 @@ def test_time_fair_claims_cost_the_same_with_20000_lanes(r: redis.Redis) -> None
         return work
 
     counts = run_both(r, scenario)
-    assert counts["evalsha"] == CYCLES
+    assert counts["fcall"] == CYCLES
     assert counts["lmove"] == CYCLES
 
 
@@ -193,7 +193,7 @@ def test_settling_time_fair_jobs_costs_the_same_with_20000_lanes(r: redis.Redis)
         return work
 
     counts = run_both(r, scenario)
-    assert counts["evalsha"] == FEW
+    assert counts["fcall"] == FEW
     # each row's charge settled (a lane's in-flight count is its active set's size)
     assert counts["hdel"] == FEW
 
@@ -229,7 +229,7 @@ def test_tenanted_claims_cost_the_same_with_20000_lanes_in_2000_tenants(
         return claim_complete(queue, CYCLES)
 
     counts = run_both(r, scenario)
-    assert counts["evalsha"] == 2 * CYCLES
+    assert counts["fcall"] == 2 * CYCLES
     assert counts["lmove"] == 2 * CYCLES  # the top ring, then the tenant's
 
 
@@ -249,7 +249,7 @@ def test_tenanted_claims_cost_the_same_with_20000_lanes_in_two_tenants(
         return claim_complete(queue, CYCLES)
 
     counts = run_both(r, scenario)
-    assert counts["evalsha"] == 2 * CYCLES
+    assert counts["fcall"] == 2 * CYCLES
 
 
 #: The keys of the lane policies (``QueueKeys`` names, and the per-lane and
@@ -289,14 +289,14 @@ def watched(r: redis.Redis, work: Callable[[], object]) -> list[list[str]]:
 
 
 def policy_commands(commands: list[list[str]], queue: Queue) -> list[list[str]]:
-    """The commands a script ran that touched a policy key (the EVALSHA that
+    """The commands a script ran that touched a policy key (the FCALL that
     names a policy hash among its KEYS is not one)."""
     names = {getattr(queue.keys, name) for name in ("weights", "ceilings", "rates")}
     names |= {queue.keys.prefix + name for name in POLICY_KEYS}
     return [
         words
         for words in commands
-        if words[0].upper() != "EVALSHA"
+        if words[0].upper() != "FCALL"
         and any(w in names or any(f in w for f in POLICY_FAMILIES) for w in words[1:])
     ]
 
@@ -322,7 +322,7 @@ def test_a_queue_without_policies_spends_no_command_on_them(r: redis.Redis, queu
         assert errors == [None] * 16
 
     commands = watched(r, hot_path)
-    scripts = [w for w in commands if w[0].upper() == "EVALSHA"]
+    scripts = [w for w in commands if w[0].upper() == "FCALL"]
     assert len(scripts) == 4
     touched = policy_commands(commands, queue)
     assert [words[0].upper() for words in touched] == ["EXISTS"] * 4, touched

