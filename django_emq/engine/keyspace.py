@@ -24,6 +24,7 @@ FIXED_KEY_TYPES: dict[str, str] = {
     "wake": "list",
     "workers": "hash",
     "finished": "zset",
+    "due_at": "zset",
     "turn": "hash",
     # lane policies (engine/policies.py)
     "max_depths": "hash",

@@ -12,7 +12,6 @@
 -- @include "rate_room"
 -- @include "rate_taken"
 -- @include "rated"
--- @include "started_job"
 -- @include "tenant_done"
 -- @include "tenant_pick"
 -- @include "time_share"
@@ -149,10 +148,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
       local id, row = popped[2 * j - 1], rows[j]
       local token = (tonumber(row[7]) or 0) + 1
       local workers = recent(row[5], worker)
-      if not row[6] then
-        row[6] = now
-        startedJob(prefix, lane, now, row[4])  -- its wait, in the history
-      end
+      if not row[6] then row[6] = now end  -- its wait: recorded by the caller (record_history)
       -- group and seq are rewritten from where the job was popped: a row that
       -- lost them (edited by hand) still settles and returns to its lane.
       redis.call('HSET', jobKey(prefix, id), 'attempts', token, 'state', 'active',

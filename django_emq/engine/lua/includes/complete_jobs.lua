@@ -6,7 +6,6 @@
 -- @include "enter_ring"
 -- @include "expect_type"
 -- @include "fence"
--- @include "finished_jobs"
 -- @include "in_use"
 -- @include "job_key"
 -- @include "lane_active_key"
@@ -110,7 +109,6 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   end
   redis.call('ZREM', Q.active, unpack(ids))
   addCount(Q.stats, 'completed', #ids, #ids)
-  finishedJobs(prefix, ids, now, 'done')
   for _, lane in ipairs(lanes) do
     local laneActive = laneActiveKey(prefix, lane)
     redis.call('ZREM', laneActive, unpack(byLane[lane]))
