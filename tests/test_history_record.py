@@ -19,6 +19,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from django_emq import enqueue_for
+from django_emq.admin.display import short_duration
+from django_emq.admin.job_detail import job_facts
 from django_emq.engine import history, ops
 from django_emq.engine.payload import text
 from django_emq.engine.queue import Queue
@@ -158,3 +160,7 @@ def test_a_deferred_jobs_wait_starts_when_it_becomes_due(emq: redis.Redis) -> No
     (minute,) = history.series(queue, step_minutes=1, count=1, now_ms=started)
     assert minute.waits == {waited: 1}
     assert emq.zcard(queue.keys.due_at) == 0, "the due time is read once, then forgotten"
+    # the job page says the same: it waited from its due time
+    done = {text(k): text(v) for k, v in emq.hgetall(queue.keys.job(result.id)).items()}
+    assert int(done["due"]) == due
+    assert job_facts(done, started)["waited"] == short_duration(started - due)

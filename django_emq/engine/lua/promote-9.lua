@@ -21,6 +21,9 @@
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   ARGV[2]  limit     at most this many jobs per call
 
+  A job promoted before its first start keeps its row's `due` (when it
+  became due); a retried one's is removed.
+
   Every key, the due jobs' rows and their lanes included, is checked before
   the first write (check.lua).
 
@@ -86,7 +89,9 @@ for _, job in ipairs(jobs) do
     -- rather than failing half-way and stranding the job in no set.
     local seq = tonumber(row[2]) or 0
     redis.call('HSET', jk, 'state', 'pending', 'seq', seq)
-    redis.call('HDEL', jk, 'due')
+    -- a job never claimed keeps `due`: when it became due, where its wait begins
+    -- (the job page's "waited"); a retry's back-off is forgotten
+    if (tonumber(row[3]) or 0) > 0 then redis.call('HDEL', jk, 'due') end
     addPending(Q, row[1], pendingKey, id, seq)
     joinRing(Q, row[1], pendingKey)
   end
