@@ -24,6 +24,9 @@ from typing import Any
 
 from . import conf_values as parse
 from .conf_values import ALL_QUEUES
+from .engine.policies import POLICIES
+from .engine.policies import rate as rate_policy
+from .engine.policies import timeshare as timeshare_policy
 from .engine.records import MAX_LEASE_MS
 from .schedules import Schedule
 from .schedules import parse as parse_schedules
@@ -209,13 +212,15 @@ class EMQSettings:
     #: Queue name -> ``(count, per_seconds)``: each lane starts at most ``count``
     #: jobs in any ``per_seconds``; ``"*"``: every queue not named.
     rate: Mapping[str, tuple[int, float]] = setting(
-        _per_queue(parse.rate), "(count, per_seconds): the jobs a lane may start, per queue",
+        _per_queue(rate_policy.parse_setting),
+        "(count, per_seconds): the jobs a lane may start, per queue",
         default=_EMPTY,
     )  # fmt: skip
     #: Queue name -> ``"count"`` or ``"time"``: what a lane's share of the
     #: workers is measured in; ``"*"``: every queue not named.
     fairness: Mapping[str, str] = setting(
-        _per_queue(parse.fairness), "'count' or 'time': what a lane's share is measured in",
+        _per_queue(timeshare_policy.parse_setting),
+        "'count' or 'time': what a lane's share is measured in",
         default=_EMPTY, env=str,
     )  # fmt: skip
     #: Periodic schedules by name (see ``django_emq.schedules``).
@@ -249,9 +254,11 @@ class EMQSettings:
             "history": self.history,
         }
         if name is not None:
-            options["max_depth"] = self.max_depth.get(name, self.max_depth.get(ALL_QUEUES))
-            options["rate"] = self.rate.get(name, self.rate.get(ALL_QUEUES))
-            options["fairness"] = self.fairness.get(name, self.fairness.get(ALL_QUEUES, "count"))
+            for option in QUEUE_OPTIONS:  # the policies' per-queue defaults
+                per_queue: Mapping[str, Any] = getattr(self, BY_KEY[option.key].name)
+                options[option.option] = per_queue.get(
+                    name, per_queue.get(ALL_QUEUES, option.default)
+                )
         return options
 
 
@@ -265,6 +272,8 @@ SETTINGS: tuple[Setting, ...] = tuple(
 BY_KEY: Mapping[str, Setting] = MappingProxyType({s.key: s for s in SETTINGS})
 #: The keys a backend may set for itself in ``TASKS[alias]["OPTIONS"]``.
 BACKEND_KEYS: frozenset[str] = frozenset(s.key for s in SETTINGS if s.backend)
+#: The ``Queue`` keywords the lane policies fill from per-queue settings.
+QUEUE_OPTIONS = tuple(option for policy in POLICIES for option in policy.options)
 #: The keys a ``run_emq_worker`` option wins over.
 FLAGGED: tuple[Setting, ...] = tuple(s for s in SETTINGS if s.flag)
 

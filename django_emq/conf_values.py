@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from types import MappingProxyType
@@ -15,7 +15,6 @@ from typing import Any
 
 from .engine.ids import BRAND_RE, JOB_BRAND, validate_queue_name
 from .engine.placement import MAX_SHARDS, shard_tags
-from .engine.records import fairness_mode, rate_limit
 from .url import EMBEDDED, check_url
 
 #: The environment variable read when ``EMQ["URL"]`` is not set.
@@ -232,19 +231,3 @@ def per_queue(value: object, *, parse: Callable[[Any], Any]) -> Mapping[str, Any
         except ValueError as exc:
             raise ValueError(f"for queue {name!r} {exc}") from None
     return MappingProxyType(parsed)
-
-
-def rate(value: object) -> tuple[int, float]:
-    """``(count, per_seconds)``: at most ``count`` jobs started per ``per_seconds``."""
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or len(value) != 2:
-        raise ValueError(f"must be a (count, per_seconds) pair, not {value!r}")
-    count, per_ms = rate_limit(value[0], value[1])
-    return count, per_ms / 1000
-
-
-def fairness(value: object) -> str:
-    """``"count"`` (a lane's share is a number of jobs) or ``"time"`` (worker time)."""
-    try:
-        return fairness_mode(value)
-    except ValueError:
-        raise ValueError(f"must be 'count' or 'time', not {value!r}") from None

@@ -30,7 +30,7 @@ from django.tasks.exceptions import TaskResultDoesNotExist
 
 from .backend import FairLanesBackend
 from .engine.ids import validate_job_id
-from .engine.jobs import Progress, parse_progress
+from .engine.policies.progress import Progress, parse_progress
 from .engine.rows import Row
 from .engine.shards import AnyQueue
 from .exceptions import JobNotFound

@@ -4,9 +4,9 @@ format (``metrics/``) and JSON (``stats/``), both served by
 
 Per queue: jobs pending, in flight, scheduled and dead, lanes with work,
 ring length, the monotonic counters the scripts keep (enqueued, completed,
-dead, retried, cancelled, reaped), the wait from when a job became due (its
-enqueue, or its ``run_after``) to its first start at p50 and p95 over the
-last five minutes, the 20 deepest lanes' depth and p95 wait,
+dead, retried, cancelled, drained, reaped), the wait from when a job became due
+(its enqueue, or its ``run_after``) to its first start at p50 and p95 over
+the last five minutes, the 20 deepest lanes' depth and p95 wait,
 and every worker's last heartbeat. A fixed number of round trips per queue,
 whatever the number of lanes or jobs.
 """
@@ -30,7 +30,9 @@ TOP_LANES = 20
 #: Minutes the exported wait percentiles cover.
 WAIT_MINUTES = 5
 #: The monotonic counters of a queue's ``stats`` hash that are exported.
-COUNTERS = ("enqueued", "completed", "dead", "retried", "cancelled", "reaped", "revived")
+COUNTERS = (
+    "enqueued", "completed", "dead", "retried", "cancelled", "drained", "reaped", "revived",
+)  # fmt: skip
 
 
 def allowed(request: HttpRequest) -> bool:
@@ -100,6 +102,7 @@ def queue_stats(name: str, queue: AnyQueue) -> dict[str, Any]:
                 ),
             }
             for beat in view.workers
+            if beat.stopped_ms is None  # a stopped worker's last record: not a silent one
         ],
     }
 

@@ -93,6 +93,22 @@ def cooperative(context: TaskContext[Any, Any]) -> str:
     return "never asked"
 
 
+@task(takes_context=True)
+def cooperative_raises(context: TaskContext[Any, Any]) -> str:
+    """Wait (at most 30 s) until a cancel is asked, then end failed with
+    ``JobCancelled`` (the way the docs show for a sync task)."""
+    from django_emq import cancel_requested
+    from django_emq.exceptions import JobCancelled
+
+    _record("start:cooperative_raises")
+    give_up = time.monotonic() + 30
+    while time.monotonic() < give_up:
+        if cancel_requested(context):
+            raise JobCancelled(context.task_result.id, "stopped when asked")
+        time.sleep(0.02)
+    return "never asked"
+
+
 @task
 def surrogate() -> str:
     """Returns text with a lone surrogate: Python holds it, UTF-8 (and Valkey) cannot."""

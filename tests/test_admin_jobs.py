@@ -192,6 +192,20 @@ def test_ask_a_running_job_to_stop(q: Queue, manager: Client) -> None:
     assert "asked to stop at" in html(manager.get(job_url(claim.job_id)))
 
 
+def test_a_job_page_keeps_the_stop_request_after_the_task_returned(
+    q: Queue, manager: Client
+) -> None:
+    """A sync task that reads the flag and returns ends done: its page still
+    says a stop was asked, and when."""
+    fill(q, A, 1)
+    claim = claim_one(q)
+    texts(manager, manager.post(job_url(claim.job_id, "cancel")))
+    q.complete(claim.job_id, claim.token, "stopped")
+    page = html(manager.get(job_url(claim.job_id)))
+    assert 'id="emq-job-stop-asked"' in page
+    assert "its task returned: the job ended done" in page
+
+
 def test_run_a_scheduled_job_now_and_retry_a_dead_one(q: Queue, manager: Client) -> None:
     (dead,) = make_dead(q, B)
     later = timezone.now() + timedelta(hours=1)

@@ -12,7 +12,7 @@ import pytest
 import redis
 from django.utils import timezone
 
-from django_emq.engine.jobs import parse_progress
+from django_emq.engine.policies.progress import parse_progress
 from django_emq.engine.queue import Queue
 from django_emq.engine.shards import ShardedQueue
 from django_emq.exceptions import InvalidJobState, JobNotFound

@@ -243,7 +243,7 @@ def workload(queue: Queue) -> set[str]:
     assert use("cancel_requested")(running[0].job_id)
     queue.complete(running[0].job_id, running[0].token)
 
-    # tenants (engine/tenants.py): a tenanted lane, its tenant's settings and reads
+    # tenants (engine/policies/tenants.py): a tenanted lane, its tenant's settings and reads
     use("enqueue")(lane_id("USR", 4), TASK, tenant=ORG)
     use("set_tenant_weight")(ORG, 2)
     use("set_tenant_limit")(ORG, 5)

@@ -29,6 +29,7 @@ from django_emq.lanes import lane_for
 
 from . import tasks
 from .factories import make_user
+from .helpers import server_ms, sleep_past
 from .test_admin_browser import PATIENCE, browser, wait_for
 
 __all__ = ["browser"]  # the fixture, used below
@@ -298,6 +299,7 @@ def test_the_lane_list_orders_by_its_headers_in_a_browser(
     enqueue_for(early, tasks.record, "e0")
     enqueue_for(early, tasks.record, "e1")
     assert backend.engine("default").claim(600_000), "early's first job runs"
+    sleep_past(emq, server_ms(emq))  # late's jobs on a later ms: no tie in the oldest order
     for i in range(4):
         enqueue_for(late, tasks.record, f"l{i}")
     browser.get(f"{live_server.url}/admin/login/?next=/admin/django_emq/lane/%3Frefresh%3D0")

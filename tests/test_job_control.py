@@ -96,6 +96,27 @@ def test_a_running_task_sees_the_cancel_request_and_reports_progress(
     assert tasks.cooperative.get_result(result.id).return_value == "stopped"
 
 
+def test_a_sync_task_that_raises_job_cancelled_ends_failed_at_once(
+    emq: redis.Redis, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    """The way to end cancelled from a sync task: raise ``JobCancelled``; the
+    job ends failed with it at once and is never retried."""
+    result = enqueue_for(A, tasks.cooperative_raises)
+    processes.append(worker_process("--lease", "30"))
+    _wait_for(lambda: "start:cooperative_raises" in runs(emq), "the task to start")
+    assert cancel(result.id) == "requested"
+
+    def failed() -> bool:
+        return tasks.cooperative_raises.get_result(result.id).status == TaskResultStatus.FAILED
+
+    _wait_for(failed, "the task to stop")
+    stopped = tasks.cooperative_raises.get_result(result.id)
+    assert [e.exception_class_path for e in stopped.errors] == [
+        "django_emq.exceptions.JobCancelled"
+    ]
+    assert stopped.attempts == 1, "never retried"
+
+
 def test_the_async_hook_cancels_a_coroutine_task_once_asked(
     emq: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:

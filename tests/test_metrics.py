@@ -60,6 +60,28 @@ def test_the_stats_are_json(q: Queue, viewer: Client) -> None:
     assert len(stats["lanes_top"]) == 2, "the lanes with work left"
 
 
+def test_drained_jobs_are_counted_so_every_enqueued_job_is_accounted_for(
+    q: Queue, viewer: Client
+) -> None:
+    """The identity docs/metrics.md states: every job enqueued (or revived) is
+    pending, scheduled or running now, or was counted once as completed,
+    dead, cancelled or drained."""
+    work(q)
+    (cancelled,) = fill(q, lane(9), 1)
+    q.cancel(cancelled)
+    drained = sum(q.drain(lane(i)) for i in range(3))
+    assert drained == 2
+    (stats,) = [s for s in viewer.get("/emq/stats").json()["queues"] if s["queue"] == "default"]
+    counters = stats["counters"]
+    assert counters["drained"] == 2
+    assert counters["enqueued"] + counters["revived"] == (
+        stats["pending"] + stats["scheduled"] + stats["inflight"] + counters["completed"]
+        + counters["dead"] + counters["cancelled"] + counters["drained"]
+    )  # fmt: skip
+    body = viewer.get("/emq/metrics").content.decode()
+    assert 'emq_jobs_total{queue="default",event="drained"} 2\n' in body
+
+
 def test_a_bearer_token_or_the_permission_opens_them(
     q: Queue, make_user: UserFactory, settings: Any
 ) -> None:

@@ -32,6 +32,7 @@ from django_emq.engine.placement import (
 from django_emq.engine.queue import Queue
 from django_emq.engine.records import ClaimRequest
 from django_emq.engine.rotation import Rotation
+from django_emq.engine.rows import parse_heartbeat
 from django_emq.engine.runner import SyncRunner
 from django_emq.engine.shards import (
     ShardedQueue,
@@ -543,8 +544,12 @@ def test_the_backend_runs_tasks_on_a_sharded_queue(sharded: ShardedQueue) -> Non
     totals = sharded.totals()
     assert (totals.pending, totals.active) == (0, 0)
     check_every_shard(sharded)
-    beats = {plain(s.connection).hlen(s.keys.workers) for s in sharded.shards}
-    assert beats == {0}  # the worker reported in on every shard, and left every one
+    # the worker reported in on every shard, and left a stopped record on every one
+    records = [plain(s.connection).hgetall(s.keys.workers) for s in sharded.shards]
+    assert [len(r) for r in records] == [1, 1, 1]
+    assert all(
+        parse_heartbeat(str(w), raw).stopped_ms is not None for r in records for w, raw in r.items()
+    )
 
 
 @pytest.mark.django_db

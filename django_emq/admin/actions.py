@@ -15,6 +15,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from ..engine import bulk
 from ..engine.ids import validate_job_id
 from ..engine.queue import MAX_WEIGHT, Queue
 from ..engine.records import MAX_RATE_COUNT, MAX_RATE_PERIOD
@@ -215,6 +216,40 @@ def _delete_dead(queue: Queue, lane: str, data: Mapping[str, Any]) -> Outcome:
     return messages.SUCCESS, text % {"count": count, "lane": lane}
 
 
+def cancelled_message(done: bulk.Bulk) -> tuple[int, str]:
+    """What a bulk cancel did, as a message level and text."""
+    parts = [
+        ngettext(
+            "Cancelled %(n)d job: it will not run.",
+            "Cancelled %(n)d jobs: they will not run.",
+            done.cancelled,
+        )
+        % {"n": done.cancelled}
+    ]
+    if done.requested:
+        parts.append(
+            ngettext(
+                "Asked %(n)d running job to stop.", "Asked %(n)d running jobs to stop.",
+                done.requested,
+            ) % {"n": done.requested}
+        )  # fmt: skip
+    if done.skipped:
+        parts.append(
+            ngettext("%(n)d had ended meanwhile.", "%(n)d had ended meanwhile.", done.skipped)
+            % {"n": done.skipped}
+        )
+    if not done.complete:
+        parts.append(
+            _("It stopped after the most jobs one call looks at: do it again for the rest.")
+        )
+    level = messages.SUCCESS if done.cancelled or done.requested else messages.WARNING
+    return level, " ".join(parts)
+
+
+def _cancel_all(queue: Queue, lane: str, data: Mapping[str, Any]) -> Outcome:
+    return cancelled_message(bulk.cancel_lane(queue, lane))
+
+
 @dataclass(frozen=True, slots=True)
 class Action:
     """One lane action: its form, whether it asks for confirmation first, and what it does."""
@@ -236,6 +271,7 @@ ACTIONS: dict[str, Action] = {
         Action("max-depth", gettext_lazy("Set max depth"), MaxDepthForm, False, _max_depth),
         Action("rate", gettext_lazy("Set rate"), RateForm, False, _rate),
         Action("drain", gettext_lazy("Drain"), NoFieldsForm, True, _drain),
+        Action("cancel-all", gettext_lazy("Cancel every job"), NoFieldsForm, True, _cancel_all),
         Action("retry-dead", gettext_lazy("Retry dead jobs"), DeadJobsForm, False, _retry_dead),
         Action("delete-dead", gettext_lazy("Delete dead jobs"), DeadJobsForm, True, _delete_dead),
     )

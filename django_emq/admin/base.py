@@ -93,6 +93,26 @@ class ConsoleAdmin(ModelAdmin):
             raise Http404(_("No queue named %(name)s.") % {"name": name})
         return backend.engine(name)
 
+    #: Seconds between the automatic refreshes of a page while something runs.
+    refresh_seconds = 5
+
+    def _refresh(self, request: HttpRequest, running: bool) -> dict[str, Any]:
+        """What a page that refreshes itself while ``running`` needs: whether it
+        refreshes now (``?refresh=0`` switches it off), whether to offer the
+        toggle, and the toggle's link."""
+        wanted = request.GET.get("refresh") != "0"
+        query = request.GET.copy()
+        if wanted:
+            query["refresh"] = "0"
+        else:
+            query.pop("refresh", None)
+        return {
+            "refresh": running and wanted,
+            "refresh_offered": running or not wanted,
+            "refresh_seconds": self.refresh_seconds,
+            "refresh_url": "?" + query.urlencode(),
+        }
+
     def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
         return {
             **self.admin_site.each_context(request),

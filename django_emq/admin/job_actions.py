@@ -20,25 +20,56 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from ..engine import bulk
 from ..engine.ids import validate_job_id, validate_lane
 from ..engine.payload import text
 from ..engine.shards import AnyQueue
-from ..exceptions import InvalidJobState, JobNotFound
+from ..exceptions import EMQError, InvalidJobState, JobNotFound
 from .actions import DeadJobsForm, form_errors
 from .base import ConsoleAdmin
+from .lookup import user_lanes
 
 #: Dead jobs retried or deleted per call when a bulk action takes them all.
 ALL_BATCH = 500
 
 
+def lane_or_user(value: str) -> str:
+    """The lane ``value`` names: a lane id, or the username or email of a user
+    (their ``lane_for`` lane); ``ValidationError`` when it is neither, or names
+    several users."""
+    try:
+        return validate_lane(value)
+    except ValueError:
+        pass
+    lanes = user_lanes(value, 2)
+    if len(lanes) == 1:
+        return lanes[0]
+    if lanes:
+        raise forms.ValidationError(
+            _("%(value)s names several users: give the lane id.") % {"value": value[:64]}
+        )
+    raise forms.ValidationError(
+        _("%(value)s is neither a lane id nor a user's username or email.") % {"value": value[:64]}
+    )
+
+
 class MoveForm(forms.Form):
-    lane = forms.CharField(label=gettext_lazy("Lane"), max_length=64)
+    lane = forms.CharField(
+        label=gettext_lazy("Lane"),
+        max_length=254,
+        help_text=gettext_lazy("A lane id, or a user's username or email (their lane)."),
+    )
 
     def clean_lane(self) -> str:
-        try:
-            return validate_lane(self.cleaned_data["lane"].strip())
-        except ValueError:
-            raise forms.ValidationError(_("That is not a lane id.")) from None
+        return lane_or_user(self.cleaned_data["lane"].strip())
+
+
+class RunAgainForm(forms.Form):
+    lane = forms.CharField(label=gettext_lazy("Lane"), max_length=254, required=False)
+
+    def clean_lane(self) -> str | None:
+        value = self.cleaned_data["lane"].strip()
+        return lane_or_user(value) if value else None
 
 
 class JobActionViews(ConsoleAdmin):
@@ -67,6 +98,8 @@ class JobActionViews(ConsoleAdmin):
         except ValueError:
             raise Http404(_("No job %(id)s.") % {"id": job_id[:40]}) from None
         back = self._back(request, self._url("detail", queue.name, job_id))
+        if action == "run-again":
+            return self._run_again(request, queue, job_id, back)
         try:
             level, message = self._run_job_action(request, queue, job_id, action)
         except JobNotFound:
@@ -79,6 +112,60 @@ class JobActionViews(ConsoleAdmin):
             )
         messages.add_message(request, level, message)
         return HttpResponseRedirect(back)
+
+    def _run_again(
+        self, request: HttpRequest, queue: AnyQueue, job_id: str, back: str
+    ) -> HttpResponseBase:
+        """Run an ended job again as a new job: the first POST shows the
+        confirmation page, the confirmed one enqueues and opens the new job."""
+        form = RunAgainForm(request.POST)
+        if not form.is_valid():
+            messages.error(
+                request,
+                _("Run again: %(errors)s Nothing was changed.") % {"errors": form_errors(form)},
+            )
+            return HttpResponseRedirect(back)
+        lane = form.cleaned_data["lane"]
+        row = queue.job(job_id)
+        if row is None or row.get("state") not in bulk.ENDED:
+            messages.error(
+                request,
+                _("Job %(id)s no longer exists.") % {"id": job_id}
+                if row is None
+                else _("Job %(id)s has not ended: it cannot run again.") % {"id": job_id},
+            )
+            return HttpResponseRedirect(back)
+        if request.POST.get("confirmed") != "yes":
+            context = self._context(
+                request,
+                _("Are you sure?"),
+                queue=queue.name,
+                action="run-again",
+                job_id=job_id,
+                task=row.get("task", ""),
+                target=lane or row.get("group", ""),
+                fields={"lane": lane} if lane else {},
+                ids=[],
+                back=back,
+                list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
+            )
+            return TemplateResponse(request, "admin/django_emq/bulk_confirm.html", context)
+        try:
+            new_id = bulk.run_again(queue, job_id, lane)
+        except JobNotFound:
+            messages.error(request, _("Job %(id)s no longer exists.") % {"id": job_id})
+            return HttpResponseRedirect(back)
+        except InvalidJobState:
+            messages.error(
+                request, _("Job %(id)s has not ended: it cannot run again.") % {"id": job_id}
+            )
+            return HttpResponseRedirect(back)
+        except (ValueError, EMQError) as exc:  # a lane full (LaneFull), a row unreadable
+            messages.error(request, f"{exc}")
+            return HttpResponseRedirect(back)
+        text_ = _("Job %(new)s enqueued: a copy of job %(id)s.") % {"new": new_id, "id": job_id}
+        messages.success(request, text_)
+        return HttpResponseRedirect(self._url("detail", queue.name, new_id))
 
     def _run_job_action(
         self, request: HttpRequest, queue: AnyQueue, job_id: str, action: str

@@ -11,8 +11,8 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from ..engine.jobs import parse_progress
 from ..engine.payload import decode
+from ..engine.policies.progress import parse_progress
 from ..engine.rows import Outcome, Row, WorkerBeat, attempt_history
 from .display import (
     TRACEBACK_SHOWN,

@@ -25,11 +25,13 @@ from ..engine.ids import validate_job_id, validate_lane
 from ..engine.shards import AnyQueue
 from ..exceptions import JobNotFound
 from ..models import Job
+from .bulk_actions import BulkActionViews
 from .charts import ChartViews
-from .display import Pager, duration, error_message, moment, split_error, state_word, worker_alive
+from .display import Pager, duration, error_message, moment, split_error, state_word
 from .job_actions import JobActionViews
 from .job_detail import job_facts
 from .lookup import configured_queues, lane_links, user_lanes
+from .worker_actions import WorkerActionViews
 
 if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin[Job]
@@ -61,7 +63,7 @@ def _search_window() -> str:
 
 
 @admin.register(Job)
-class JobAdmin(JobActionViews, ChartViews):
+class JobAdmin(JobActionViews, BulkActionViews, WorkerActionViews, ChartViews):
     """Jobs of every configured queue, read from Valkey."""
 
     #: Jobs per page of a listing.
@@ -83,11 +85,21 @@ class JobAdmin(JobActionViews, ChartViews):
         return [
             path("", wrap(self.changelist_view), name=f"{name}_changelist"),
             path("workers/", wrap(self.workers_view), name=f"{name}_workers"),
+            path(
+                "workers/<str:queue_name>/<str:worker_id>/stop/",
+                wrap(self.worker_stop_view),
+                name=f"{name}_worker_stop",
+            ),
             path("charts/<str:queue_name>/", wrap(self.charts_view), name=f"{name}_charts"),
             path(
                 "<str:queue_name>/dead-jobs/<slug:action>/",
                 wrap(self.dead_action_view),
                 name=f"{name}_dead",
+            ),
+            path(
+                "<str:queue_name>/bulk/<slug:action>/",
+                wrap(self.bulk_action_view),
+                name=f"{name}_bulk",
             ),
             path("<str:queue_name>/<str:job_id>/", wrap(self.job_view), name=f"{name}_detail"),
             path(
@@ -196,6 +208,9 @@ class JobAdmin(JobActionViews, ChartViews):
             page_urls=self._page_urls(name, state, pager),
             query=query,
             search=search,
+            bulk_urls={
+                action.replace("-", "_"): self._url("bulk", name, action) for action in self.BULK
+            },
             dead_url=self._url("dead", name, "retry"),
             delete_url=self._url("dead", name, "delete"),
             charts_url=self._url("charts", name),
@@ -292,54 +307,16 @@ class JobAdmin(JobActionViews, ChartViews):
             owner=owner,
             lane_url=self._lane_url(queue.name, facts["lane"]) if facts["lane"] else "",
             worker_anchor=f"worker-{queue.name}-",
+            **self._refresh(request, facts["state"] == "active"),
             list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
             action_urls={  # run-now -> run_now: templates cannot look up dashes
                 name.replace("-", "_"): self._url("action", queue.name, job_id, name)
-                for name in ("cancel", "run-now", "retry", "move")
+                for name in ("cancel", "run-now", "retry", "move", "run-again")
+            },
+            bulk_urls={
+                action.replace("-", "_"): self._url("bulk", queue.name, action)
+                for action in self.BULK
             },
             here=request.get_full_path(),
         )
         return TemplateResponse(request, "admin/django_emq/job.html", context)
-
-    # -- workers -----------------------------------------------------------------
-
-    def workers_view(self, request: HttpRequest) -> HttpResponse:
-        """Every worker that beat recently, per queue, with the jobs it holds now."""
-        self._require_view(request)
-        sections = []
-        for name, backend in configured_queues().items():
-            queue = backend.engine(name)
-            view = browse.overview(queue, 1)
-            held = listing.jobs_in_state(queue, "inflight", 0, listing.MAX_PAGE)
-            by_worker: dict[str, list[dict[str, str]]] = {}
-            for listed in held.jobs:
-                by_worker.setdefault(listed.row.worker, []).append(
-                    {
-                        "id": listed.row.job_id,
-                        "task": listed.row.task_path,
-                        "url": self._url("detail", name, listed.row.job_id),
-                    }
-                )
-            sections.append(
-                {
-                    "queue": name,
-                    "workers": [
-                        {
-                            "beat": beat,
-                            "last_beat": moment(beat.beat_ms),
-                            "ago": duration(view.server_ms - (beat.beat_ms or 0)),
-                            "alive": worker_alive(beat.beat_ms, view.server_ms),
-                            "jobs": by_worker.get(beat.worker_id, []),
-                            "uptime": (
-                                None
-                                if beat.started_ms is None or beat.beat_ms is None
-                                else duration(beat.beat_ms - beat.started_ms)
-                            ),
-                        }
-                        for beat in view.workers
-                    ],
-                    "held_more": max(0, held.total - len(held.jobs)),
-                }
-            )
-        context = self._context(request, _("Workers"), sections=sections)
-        return TemplateResponse(request, "admin/django_emq/workers.html", context)

@@ -10,8 +10,7 @@ or by name, never by scanning.
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib import admin
 from django.http import (
@@ -27,6 +26,7 @@ from django.utils.translation import gettext as _
 from ..conf import emq_settings
 from ..engine import browse, listing
 from ..engine.ids import entry_tenant, is_lane, validate_lane, validate_tenant
+from ..engine.lane_filters import FILTERS, Which
 from ..engine.queue import LaneInfo
 from ..engine.shards import AnyQueue, home_of
 from ..models import Lane
@@ -42,19 +42,13 @@ from .display import (
     moment,
     split_error,
 )
-from .lookup import configured_queues, lane_owners, user_lanes
+from .lane_lists import SORTS, pick_lanes, search_lanes
+from .lookup import configured_queues, lane_owners
 
 if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin[Lane]
 else:  # ModelAdmin is generic for the type checker only
     ModelAdmin = admin.ModelAdmin
-
-
-#: The orders of the lane list: by depth (the depth index: every lane), by
-#: running jobs (every lane that has one, counted from the running jobs
-#: themselves, up to ``listing.MAX_PAGE`` of them), by the oldest job waiting
-#: (the lanes of the page shown: no index orders every lane by it).
-SORTS = ("depth", "running", "oldest")
 
 
 @admin.register(Lane)
@@ -118,21 +112,24 @@ class LaneAdmin(ActionViews):
         view = browse.overview(queue, self.ring_preview)
         query = request.GET.get("q", "").strip()
         tenant = _tenant_arg(request.GET.get("tenant"))
-        sort = request.GET.get("sort") if request.GET.get("sort") in SORTS else "depth"
+        sort = str(request.GET.get("sort")) if request.GET.get("sort") in SORTS else "depth"
+        which = request.GET.get("filter") if request.GET.get("filter") in FILTERS else None
+        which = cast("Which | None", which)
         sampled = False
         pager = None
+        filtered = None
         if tenant:  # a tenant's lanes, deepest first (a scan of the lane -> tenant hash)
             named = queue.lanes_named(queue.tenant_lanes(tenant, self.lanes_per_page))
             infos = sorted(named, key=lambda info: -info.depth)
         elif query:
-            infos = self._search(queue, query)
-        elif sort == "running":
-            running, sampled = self._running_lanes(queue)
-            pager = Pager.of(request.GET.get("page"), len(running), self.lanes_per_page)
-            infos = queue.lanes_named(running[pager.offset : pager.offset + pager.per_page])
+            infos = search_lanes(queue, query, self.search_limit)
         else:
-            pager = Pager.of(request.GET.get("page"), totals[name].lanes, self.lanes_per_page)
-            infos = queue.lanes(top=self.lanes_per_page, offset=pager.offset)
+            picked = pick_lanes(
+                queue, request.GET.get("page"), sort, which, self.lanes_per_page, totals[name].lanes
+            )
+            infos, pager, sampled, filtered = (
+                picked.infos, picked.pager, picked.sampled, picked.filtered,
+            )  # fmt: skip
         # names a hand edit left where lanes belong: shown, never linked
         damaged = [lane for lane in view.ring_head if not (is_lane(lane) or entry_tenant(lane))]
         damaged += [info.lane for info in infos if not is_lane(info.lane)]
@@ -142,7 +139,11 @@ class LaneAdmin(ActionViews):
             rows.sort(key=lambda row: (row["oldest_ms"] is None, row["oldest_ms"] or 0))
         refresh = request.GET.get("refresh") != "0" and not query
         recent_ms = self.recent_worker_seconds * 1000
-        workers = [w for w in view.workers if w.beat_ms and view.server_ms - w.beat_ms <= recent_ms]
+        workers = [
+            w
+            for w in view.workers
+            if w.beat_ms and view.server_ms - w.beat_ms <= recent_ms and w.stopped_ms is None
+        ]
         context = self._context(
             request,
             _("Lanes"),
@@ -184,7 +185,13 @@ class LaneAdmin(ActionViews):
             recent_worker_seconds=self.recent_worker_seconds,
             lanes=rows,
             sort=sort,
-            sorts_shown=not (tenant or query),
+            sorts_shown=not (tenant or query or which),
+            filter=which,
+            filtered=filtered,
+            filter_urls={
+                f: self._query_url(request, filter=f, page=None, sort=None, q=None) for f in FILTERS
+            }
+            | {"all": self._query_url(request, filter=None, page=None, sort=None)},
             sort_urls={s: self._query_url(request, sort=s, page=None) for s in SORTS},
             running_sampled=sampled,
             running_sample=listing.MAX_PAGE,
@@ -207,13 +214,6 @@ class LaneAdmin(ActionViews):
             return self._url("detail", queue, name)
         owner = entry_tenant(name)
         return None if owner is None else self._query_url(request, tenant=owner, q=None, page=None)
-
-    def _search(self, queue: AnyQueue, query: str) -> list[LaneInfo]:
-        try:
-            lanes = [validate_lane(query)]
-        except ValueError:
-            lanes = user_lanes(query, self.search_limit)
-        return queue.lanes_named(lanes)
 
     def _lane_rows(
         self,
@@ -247,16 +247,6 @@ class LaneAdmin(ActionViews):
                 }
             )
         return rows
-
-    @staticmethod
-    def _running_lanes(queue: AnyQueue) -> tuple[list[str], bool]:
-        """The lanes with running jobs, the most first (ties by name), counted
-        from up to ``listing.MAX_PAGE`` running jobs; and whether there were more
-        running jobs than that (the order then rests on those counted)."""
-        held = listing.jobs_in_state(queue, "inflight", 0, listing.MAX_PAGE)
-        counts = Counter(job.row.lane for job in held.jobs if is_lane(job.row.lane))
-        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-        return [lane for lane, _ in ranked], held.total > len(held.jobs)
 
     @staticmethod
     def _query_url(request: HttpRequest, **changes: str | None) -> str:
@@ -306,6 +296,7 @@ class LaneAdmin(ActionViews):
             info=info,
             owner=lane_owners([lane]).get(lane, ""),
             status=_status(info),
+            **self._refresh(request, info.inflight > 0),
             list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
             pending=self._job_listing(request, "pending", pending, pages["pending"]),
             inflight=self._job_listing(request, "inflight", inflight, pages["inflight"]),

@@ -19,6 +19,7 @@ siblings, so importing any of them first makes no circle
 
 from __future__ import annotations
 
+from .bulk import Bulk, cancel_jobs, cancel_lane, cancel_task, retry_dead_of_task, run_again
 from .doctor import Doctor, Finding, Report
 from .exceptions import (
     CorruptJob,
@@ -45,6 +46,7 @@ from .ids import (
     validate_tenant,
 )
 from .placement import shard_tags
+from .policies.tenants import TenantInfo
 from .queue import Queue
 from .records import (
     MAX_DELAY_MS,
@@ -58,7 +60,7 @@ from .records import (
 )
 from .rows import Attempt, AttemptHistory, Outcome, attempt_history
 from .shards import AnyQueue, ShardedQueue, open_queue
-from .tenants import TenantInfo
+from .worker_control import ask_to_stop
 
 __all__ = [
     "MAX_DELAY_MS",
@@ -66,6 +68,7 @@ __all__ = [
     "AnyQueue",
     "Attempt",
     "AttemptHistory",
+    "Bulk",
     "Claim",
     "ClaimRequest",
     "CorruptJob",
@@ -92,11 +95,17 @@ __all__ = [
     "StaleToken",
     "TenantInfo",
     "Totals",
+    "ask_to_stop",
     "attempt_history",
+    "cancel_jobs",
+    "cancel_lane",
+    "cancel_task",
     "is_lane",
     "lane_id",
     "mint_job_id",
     "open_queue",
+    "retry_dead_of_task",
+    "run_again",
     "shard_tags",
     "validate_job_id",
     "validate_lane",

@@ -1,6 +1,7 @@
-"""Lane control, dead jobs and the beat's upkeep (reap, promote): the writes
-on one queue that are not a job's own path, each one script (the looping ones
-in batches, so a deep lane never blocks the server)."""
+"""Lane control, dead jobs, running a scheduled job now and the beat's upkeep
+(reap, promote): the writes on one queue that are not a job's own path nor a
+lane policy's (``.policies``), each one script (the looping ones in batches,
+so a deep lane never blocks the server)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,14 @@ from . import calls, ops
 from .ids import validate_job_id, validate_lane
 from .keys import QueueKeys
 from .ops import BATCH, DeadCall
-from .records import MAX_WEIGHT, positive_int
 from .runner import SyncRunner
 
 __all__ = ["BATCH", "LaneControl"]
 
 
 class LaneControl:
-    """Pause, resume, ceilings, weights, drain, move, and dead jobs, for ``Queue``:
-    each an operation of :mod:`.ops` on the queue's runner."""
+    """Pause, resume, drain, move, run now, and dead jobs, for ``Queue``: each an
+    operation of :mod:`.ops` on the queue's runner."""
 
     keys: QueueKeys
     max_expiries: int
@@ -47,6 +47,13 @@ class LaneControl:
         """
         return ops.promoted(self.runner.run_all(ops.promote(self)))
 
+    def run_now(self, job_id: str) -> None:
+        """Make a scheduled job (deferred, or backing off) due now and move every
+        due job into its lane. ``InvalidJobState`` for a job that is not scheduled."""
+        validate_job_id(job_id)
+        self.runner.run(ops.due_now(self, job_id))
+        self.promote()
+
     # -- lane control -------------------------------------------------------
 
     def pause(self, lane: str) -> bool:
@@ -56,17 +63,6 @@ class LaneControl:
     def resume(self, lane: str) -> bool:
         """Put a paused lane back; returns False if it was not paused."""
         return self.runner.run(ops.pause(self, validate_lane(lane), False))
-
-    def set_limit(self, lane: str, ceiling: int | None) -> None:
-        """Set the lane's concurrency ceiling (``None`` removes it)."""
-        if ceiling is not None:
-            positive_int("ceiling", ceiling)
-        self.runner.run(ops.set_limit(self, validate_lane(lane), ceiling))
-
-    def set_weight(self, lane: str, weight: int) -> None:
-        """Serve up to ``weight`` of the lane's jobs per turn (1 is the default)."""
-        positive_int("weight", weight, MAX_WEIGHT)
-        self.runner.run(ops.set_weight(self, validate_lane(lane), weight))
 
     def drain(self, lane: str) -> int:
         """Delete the lane's pending jobs; keeps its settings and in-flight jobs.

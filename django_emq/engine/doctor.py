@@ -18,6 +18,11 @@ where its row says (a claimed job without a lease goes back to the head of
 its lane), recounts each lane, rebuilds the ring when it disagrees with its
 set, and recounts the pending total. Then it audits again.
 
+The lane policies' keys come from the registry (:data:`.policies.POLICIES`):
+each policy names its keys and their types (:mod:`.keyspace`), the keys whose
+members name lanes, and, when it keeps structures of its own (tenant lanes),
+its own step of the pass.
+
 Imports redis, never Django: ``manage.py emq_doctor`` is a thin shell over it.
 """
 
@@ -28,17 +33,23 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from . import calls, doctor_tenants
+from . import calls
 from .exceptions import CorruptKeyspace
 from .ids import is_lane
 from .keyspace import FIXED_KEY_TYPES, LANE_SETS, QUEUE_SETS, expected_type
 from .payload import text
+from .policies import POLICIES
+from .policies.base import DoctorStep, same_name
 from .queue import Queue
 
 #: Rings and depth indexes up to this length are read whole (in one atomic step).
 RING_LIMIT = 10_000
 #: Findings a report keeps to show (all are counted).
 KEPT = 1_000
+#: The core's keys whose members (or fields) name lanes (``QueueKeys`` attributes).
+CORE_LANE_KEYS = ("depths", "inflight", "on_ring", "paused")
+#: The policies' own steps of a pass.
+STEPS: tuple[DoctorStep, ...] = tuple(p.doctor for p in POLICIES if p.doctor is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,13 +141,13 @@ class Doctor:
         for keys in _batches(self._scan(), self.batch):
             self._key_batch(keys)
             self.progress(report)
-        self._entries: set[str] = set()
+        self._entries: list[set[str]] = [set() for _ in STEPS]
         self._named_lanes()
         ring_broken = self._ring_and_total()
-        self._tenants()
+        self._steps()
         if repair and (ring_broken or report.problems):
             self._rebuild(ring_broken)
-            self._tenants()
+            self._steps()
         return report
 
     def _run(self, call: calls.Call) -> Any:
@@ -265,27 +276,18 @@ class Doctor:
 
     def _named_lanes(self) -> None:
         """Lanes the index, the counts, the ring's set and the settings name: each
-        must be a lane id (and is audited as a lane)."""
-        k, r = self.keys, self.r
-        timeshare = (text(f).removesuffix(":avg") for f, _ in r.hscan_iter(k.timeshare))
-        sources: list[tuple[str, Iterable[Any]]] = [
-            (k.depths, (m for m, _ in r.zscan_iter(k.depths, count=self.batch))),
-            (k.inflight, (f for f, _ in r.hscan_iter(k.inflight, count=self.batch))),
-            (k.on_ring, r.sscan_iter(k.on_ring, count=self.batch)),
-            (k.paused, r.sscan_iter(k.paused, count=self.batch)),
-            (k.ceilings, (f for f, _ in r.hscan_iter(k.ceilings, count=self.batch))),
-            (k.weights, (f for f, _ in r.hscan_iter(k.weights, count=self.batch))),
-            (k.max_depths, (f for f, _ in r.hscan_iter(k.max_depths, count=self.batch))),
-            (k.rates, (f for f, _ in r.hscan_iter(k.rates, count=self.batch))),
-            (k.throttled, (m for m, _ in r.zscan_iter(k.throttled, count=self.batch))),
-            (k.timeshare, (n for n in timeshare if n not in ("quantum", "head"))),
-        ]
-        for key, names in sources:
-            if text(r.type(key)) != FIXED_KEY_TYPES[self._attr(key)]:
+        must be a lane id (and is audited as a lane). A name a policy's step
+        claims (a tenant's ``@<tenant>`` entry) is left to that step."""
+        k = self.keys
+        sources: list[tuple[str, Callable[[str], str | None]]]
+        sources = [(getattr(k, attr), same_name) for attr in CORE_LANE_KEYS]
+        sources += [(getattr(k, a), p.lane_of) for p in POLICIES for a in p.names_lanes]
+        for key, lane_of in sources:
+            if text(self.r.type(key)) != FIXED_KEY_TYPES[self._attr(key)]:
                 continue  # reported (and deleted, in a repair) with the keys
-            for named in _batches((text(n) for n in names), self.batch):
-                chunk, tenants = doctor_tenants.split_entries(named)  # '@<tenant>' entries
-                self._entries.update(tenants)
+            names = (lane_of(text(n)) for n in self._names(key))
+            for named in _batches((n for n in names if n is not None), self.batch):
+                chunk = self._claimed(named)
                 lanes = [name for name in chunk if is_lane(name)]
                 for name in chunk:
                     if not is_lane(name):
@@ -296,18 +298,36 @@ class Doctor:
                 if lanes:
                     self._lanes(lanes)
 
-    def _tenants(self) -> None:
-        """Each tenant's ring, entry and in-flight count (engine/doctor_tenants.py)."""
-        found = doctor_tenants.tenant_lanes(self.r, self.keys, self.batch)
-        for tenant in self._entries:
-            found.setdefault(tenant, [])
-        self._report.mended += doctor_tenants.audit_tenants(
-            self._run,
-            self.keys,
-            found,
-            lambda what, name, detail: self._report.add(Finding(what, name, detail)),
-            self._repair,
-        )
+    def _names(self, key: str) -> Iterator[Any]:
+        """The members (or fields) of ``key``, scanned by its type."""
+        kind = FIXED_KEY_TYPES[self._attr(key)]
+        if kind == "zset":
+            return (m for m, _ in self.r.zscan_iter(key, count=self.batch))
+        if kind == "hash":
+            return (f for f, _ in self.r.hscan_iter(key, count=self.batch))
+        return iter(self.r.sscan_iter(key, count=self.batch))
+
+    def _claimed(self, names: list[str]) -> list[str]:
+        """``names`` but those a policy's step claims as its own entries (kept
+        for that step)."""
+        for step, entries in zip(STEPS, self._entries, strict=True):
+            names, own = step.entries(names)
+            entries.update(own)
+        return names
+
+    def _steps(self) -> None:
+        """Each policy's own step (tenant lanes: each tenant's ring, entry and
+        in-flight count)."""
+        for step, entries in zip(STEPS, self._entries, strict=True):
+            self._report.mended += step.audit(
+                self.r,
+                self.keys,
+                self.batch,
+                self._run,
+                entries,
+                lambda what, name, detail: self._report.add(Finding(what, name, detail)),
+                self._repair,
+            )
 
     def _attr(self, key: str) -> str:
         return next(attr for attr in FIXED_KEY_TYPES if getattr(self.keys, attr) == key)
@@ -345,7 +365,9 @@ class Doctor:
     def _rebuild(self, ring: bool) -> None:
         """The last steps of a repair: the ring rebuilt (when it was broken) and
         every lane recounted, then the pending total."""
-        rings = doctor_tenants.tenant_rings(self.r, self.keys, self.batch) if ring else []
+        rings = (
+            [k for step in STEPS for k in step.rings(self.r, self.keys, self.batch)] if ring else []
+        )
         self._run(calls.mend_ring(self.keys, ring=ring, total=False, tenant_rings=rings))
         start = len(self.keys.prefix) + 2
         pattern = _glob_escape(self.keys.prefix) + "g:*:pending"

@@ -85,7 +85,8 @@ class CorruptJob(JobError):
 class JobCancelled(JobError):
     """The error a job is left with when it was cancelled before it ran (or its
     task stopped when asked to). Kept on the row; raise it from a task that
-    honours ``django_emq.cancel_requested`` to end as cancelled."""
+    honours ``django_emq.cancel_requested`` to end failed with it at once,
+    never retried (a task that returns instead ends done)."""
 
 
 class CorruptKeyspace(EMQError, redis.ResponseError):

@@ -140,6 +140,12 @@ class QueueKeys:
         return self._k("workers")
 
     @property
+    def stops(self) -> str:
+        """Hash: worker id -> when an operator asked it to stop after its current
+        jobs (ms); the worker's beat reads its own field (engine/worker_control.py)."""
+        return self._k("stops")
+
+    @property
     def finished(self) -> str:
         """Sorted set: the last finished job ids (done, dead, cancelled) by time of
         finishing (ms), at most ``FINISHED_WINDOW`` of them (lua/includes/history.lua)."""

@@ -3,8 +3,9 @@
 Every state change is one Lua script (see ``django_emq/engine/lua/``); reads are
 plain commands, pipelined so each public call is one round trip. The calls are
 spread over small parts: the keyword forms (``.api``), lane control and dead
-jobs (``.control``), the reads (``.reads``) and the values they speak in
-(``.records``); this module holds the job's path through the queue. Each
+jobs (``.control``), the lane policies' calls (``.policies``, one module per
+policy behind one registry), the reads (``.reads``) and the values they speak
+in (``.records``); this module holds the job's path through the queue. Each
 write is an operation of ``.ops`` (what it sends, how its reply reads) run
 by the queue's public ``runner`` (``.runner.SyncRunner``), the same
 operations the worker runs on its async runner.
@@ -26,11 +27,11 @@ from .api import QueueAPI
 from .control import LaneControl
 from .exceptions import CorruptKeyspace, EnqueueError, JobError, script_error, unreachable
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
-from .jobs import JobControl
 from .keys import QueueKeys
 from .ops import BATCH
 from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_meta
-from .policies import LanePolicies
+from .policies import PolicyCalls
+from .policies.tenants import tenant_arg
 from .reads import QueueReads
 from .records import (
     CLAIM_STRIDE,
@@ -59,7 +60,6 @@ from .records import (
 )
 from .runner import SyncRunner
 from .tally import Tally, recorded
-from .tenants import TenantPolicies, tenant_arg
 
 if TYPE_CHECKING:
     from .client import Client
@@ -86,7 +86,7 @@ __all__ = [
 ]
 
 
-class Queue(QueueAPI, LaneControl, LanePolicies, TenantPolicies, JobControl, QueueReads):
+class Queue(QueueAPI, LaneControl, PolicyCalls, QueueReads):
     """One queue of fair lanes on one Valkey server.
 
     ``result_ttl`` is how long a finished job's row (its result) is kept,

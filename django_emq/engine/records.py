@@ -162,7 +162,7 @@ class LaneInfo:
     #: A time-fair queue's lane: its credit of worker time, ms (negative: in debt;
     #: see docs/time-fair.md). ``None``: the queue is count-fair.
     credit_ms: int | None = None
-    #: The lane's tenant (``None``: untenanted; see ``engine/tenants.py``).
+    #: The lane's tenant (``None``: untenanted; see ``engine/policies/tenants.py``).
     tenant: str | None = None
 
 

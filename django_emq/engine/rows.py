@@ -197,6 +197,9 @@ class WorkerBeat:
     started_ms: int | None = None
     #: The worker's beat interval in ms (``None``: a record from before it was kept).
     every_ms: int | None = None
+    #: When the worker stopped (server ms): its last record, kept
+    #: :data:`STOPPED_KEPT_MS` so the workers page lists it as stopped.
+    stopped_ms: int | None = None
 
 
 def heartbeat(
@@ -211,12 +214,13 @@ def heartbeat(
     concurrency: int | None = None,
     failed: int | None = None,
     started_ms: int | None = None,
+    stopped_ms: int | None = None,
 ) -> str:
     """The record a worker's beat stores under its id: ``beat_ms`` when it
     beat (server ms), ``every_ms`` how often it beats; the queues it serves,
     its concurrency, the jobs that failed on it and when it started (server
     ms) are optional (left out when not given; the admin's workers page shows
-    them)."""
+    them). ``stopped_ms``: the worker's last record, written as it stops."""
     record: dict[str, Any] = {
         "host": host,
         "pid": pid,
@@ -225,16 +229,25 @@ def heartbeat(
         "beat": beat_ms,
     }
     optional = {"every": every_ms, "queues": list(queues), "concurrency": concurrency,
-                "failed": failed, "started": started_ms}  # fmt: skip
+                "failed": failed, "started": started_ms, "stopped": stopped_ms}  # fmt: skip
     record.update((k, v) for k, v in optional.items() if v not in (None, []))
     return json.dumps(record, separators=(",", ":"))
 
 
+#: How long a stopped worker's last record is kept (ms): the workers page lists
+#: it as stopped until then; a live worker's beat prunes it after.
+STOPPED_KEPT_MS: Final = 15 * 60_000
+
+
 def heartbeat_is_stale(raw: Any, now_ms: int, default_every_ms: int, after_beats: int) -> bool:
     """Whether a heartbeat record is older than ``after_beats`` of its worker's
-    beats (an unreadable record is kept: it may be another version's)."""
+    beats, or, for a stopped worker's last record, older than
+    :data:`STOPPED_KEPT_MS` (an unreadable record is kept: it may be another
+    version's)."""
     try:
         record = json.loads(raw)
+        if record.get("stopped") is not None:
+            return now_ms - int(record["stopped"]) > STOPPED_KEPT_MS
         every = int(record.get("every") or default_every_ms)
         return now_ms - int(record["beat"]) > after_beats * every
     except (ValueError, TypeError, KeyError, AttributeError):
@@ -265,6 +278,7 @@ def parse_heartbeat(worker_id: str, raw: Any) -> WorkerBeat:
             _optional_int(record, "failed"),
             _optional_int(record, "started"),
             int(record["every"]) if record.get("every") else None,
+            _optional_int(record, "stopped"),
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return WorkerBeat(worker_id, None, None, None, None, None)

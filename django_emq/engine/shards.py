@@ -29,12 +29,11 @@ from .exceptions import JobError, JobNotFound
 from .ids import mint_job_id, validate_job_id, validate_lane
 from .payload import text
 from .placement import job_id_on, job_shard, lane_shard, shard_tags
-from .policies import LanePolicies
+from .policies import PolicyCalls
 from .queue import Queue
 from .records import Claim, ClaimRequest, Enqueued, JobSpec, LaneInfo, Totals, encode_outcomes
 from .rotation import Rotation
 from .runner import now
-from .tenants import TenantPolicies
 
 if TYPE_CHECKING:
     from .client import Client
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
 MAX_TOP = 10_000
 
 
-class ShardedQueue(QueueAPI, LanePolicies, TenantPolicies):
+class ShardedQueue(QueueAPI, PolicyCalls):
     """Queue ``name`` spread over ``shards`` shards; options as for :class:`Queue`."""
 
     #: Every shard, by number: shard ``k`` holds the lanes ``lane_shard(lane, S) == k``.
@@ -179,12 +178,6 @@ class ShardedQueue(QueueAPI, LanePolicies, TenantPolicies):
     def resume(self, lane: str) -> bool:
         return self.shard_for_lane(lane).resume(lane)
 
-    def set_limit(self, lane: str, ceiling: int | None) -> None:
-        self.shard_for_lane(lane).set_limit(lane, ceiling)
-
-    def set_weight(self, lane: str, weight: int) -> None:
-        self.shard_for_lane(lane).set_weight(lane, weight)
-
     def drain(self, lane: str) -> int:
         return self.shard_for_lane(lane).drain(lane)
 
@@ -202,17 +195,8 @@ class ShardedQueue(QueueAPI, LanePolicies, TenantPolicies):
 
     # -- job control -------------------------------------------------------------
 
-    def cancel(self, job_id: str) -> str:
-        return self.shard_for_job(job_id).cancel(job_id)
-
-    def cancel_requested(self, job_id: str) -> bool:
-        return self.shard_for_job(job_id).cancel_requested(job_id)
-
     def run_now(self, job_id: str) -> None:
         self.shard_for_job(job_id).run_now(job_id)
-
-    def report_progress(self, job_id: str, done: float, note: str = "") -> bool:
-        return self.shard_for_job(job_id).report_progress(job_id, done, note)
 
     # -- dead jobs -------------------------------------------------------------
 

@@ -45,6 +45,7 @@ class Beat:
         counts: Callable[[], tuple[int, int]],
         ticker: Callable[[], object] | None = None,
         about: Callable[[], Mapping[str, Any]] | None = None,
+        stop: Callable[[], None] | None = None,
     ) -> None:
         self.shards = shards
         #: What the heartbeat says of the worker besides its counts (queues,
@@ -59,6 +60,10 @@ class Beat:
         self._ticker = ticker
         self._offset_ms = 0  # server clock minus ours, from the last beat
         self._host = socket.gethostname()
+        #: Called once when an operator asked this worker to stop after its
+        #: current jobs (its field of the ``stops`` hash, read with the beat).
+        self._stop = stop
+        self._stop_seen = False
 
     async def __call__(self, held: Iterable[Job]) -> None:
         """One beat. A call whose server cannot answer is skipped, not the rest:
@@ -120,40 +125,59 @@ class Beat:
                 raise answer
             job.lease_until = sent + self.lease_ms / 1000
 
-    async def _report(self, shard: Shard) -> None:
-        """Write this worker's heartbeat and prune those that stopped (one round
-        trip, a second only when something is pruned)."""
+    def _record(self, stopped_ms: int | None = None) -> str:
         done, running = self._counts()
-        every_ms = int(self.beat_s * 1000)
-        record = heartbeat(
+        return heartbeat(
             host=self._host,
             pid=os.getpid(),
             done=done,
             running=running,
             beat_ms=int(time.time() * 1000) + self._offset_ms,
-            every_ms=every_ms,
+            every_ms=int(self.beat_s * 1000),
+            stopped_ms=stopped_ms,
             **(self._about() if self._about is not None else {}),
         )
+
+    async def _report(self, shard: Shard) -> None:
+        """Write this worker's heartbeat, read whether it was asked to stop, and
+        prune the records of workers that stopped beating (with their stop
+        requests); one round trip, a second only when something is pruned."""
+        every_ms = int(self.beat_s * 1000)
         client = shard.client
         clustered = isinstance(client, RedisCluster)
         pipe = client.pipeline(transaction=False)
         if not clustered:  # a cluster pipeline takes keyed commands only
             pipe.time()
-        pipe.hset(shard.keys.workers, self.worker_id, record)
+        pipe.hset(shard.keys.workers, self.worker_id, self._record())
+        pipe.hget(shard.keys.stops, self.worker_id)
         pipe.hgetall(shard.keys.workers)
         replies = await pipe.execute()
         seconds, micros = await client.time() if clustered else replies[0]
-        beats = replies[-1]
+        asked, beats = replies[-2], replies[-1]
         now_ms = int(seconds) * 1000 + int(micros) // 1000
         self._offset_ms = now_ms - int(time.time() * 1000)
         stale = _stale(beats, now_ms, every_ms)
         if stale:
-            await client.hdel(shard.keys.workers, *stale)
+            pipe = client.pipeline(transaction=False)
+            pipe.hdel(shard.keys.workers, *stale)
+            pipe.hdel(shard.keys.stops, *stale)
+            await pipe.execute()
+        if asked is not None and self._stop is not None and not self._stop_seen:
+            self._stop_seen = True
+            logger.info("asked to stop from the console: no new claims; finishing running jobs")
+            self._stop()
 
     async def forget(self) -> None:
+        """The worker stops: leave a last record saying so (the workers page lists
+        it as stopped for ``STOPPED_KEPT_MS``) and drop its stop request."""
+        stopped_ms = int(time.time() * 1000) + self._offset_ms
+        record = self._record(stopped_ms)
         for shard in self.shards:
             with contextlib.suppress(*CALL_ERRORS):
-                await shard.client.hdel(shard.keys.workers, self.worker_id)
+                pipe = shard.client.pipeline(transaction=False)
+                pipe.hset(shard.keys.workers, self.worker_id, record)
+                pipe.hdel(shard.keys.stops, self.worker_id)
+                await pipe.execute()
 
 
 def _stale(beats: Mapping[Any, Any], now_ms: int, every_ms: int) -> list[str]:

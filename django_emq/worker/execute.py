@@ -294,9 +294,12 @@ def finish(value: Any, attempt: int, policy: Policy) -> Outcome:
 
 
 def failed(exc: BaseException, attempt: int, policy: Policy) -> Failed:
-    """A task's exception as the failure to record, retried after the back-off."""
+    """A task's exception as the failure to record, retried after the back-off;
+    a ``JobCancelled`` the task raised (it stopped when asked) ends the job at
+    once, never retried, as the coroutine hook's stop does."""
     text = "".join(traceback.format_exception(exc))
-    return Failed(task_error(exc, text), policy.delay_ms(attempt), describe(exc))
+    delay = None if isinstance(exc, JobCancelled) else policy.delay_ms(attempt)
+    return Failed(task_error(exc, text), delay, describe(exc))
 
 
 def describe(exc: BaseException) -> str:

@@ -171,6 +171,7 @@ class Worker:
                 "failed": core.counts["retry"] + core.counts["dead"],
                 "started_ms": started_ms,
             },
+            stop=self._stop,
         )  # fmt: skip
         claimer = Claimer(core, turns, parking)
         recorder = Recorder(shards)

@@ -6,7 +6,7 @@
   KEYS[1]  ring      list   serviceable lanes in rotation order
   KEYS[2]  onring    set    lanes on the ring
   KEYS[3]  depths    zset   lane -> pending depth
-  KEYS[4]  stats     hash   queue counters
+  KEYS[4]  stats     hash   queue counters (`drained` grows by the jobs deleted)
   KEYS[5]  pending   zset   the lane (emq:{q}:g:<lane>:pending)
   derived: <prefix>job:<id> (hash) of each deleted job, <prefix>unique (hash,
            see includes/policies.lua: a drained job frees its unique key)
@@ -17,6 +17,7 @@
 
   Returns {deleted, remaining}.
 ]]
+-- @include "add_count"
 -- @include "any_unique"
 -- @include "check_q"
 -- @include "check_tenant_of"
@@ -39,6 +40,7 @@ for i = 1, #popped, 2 do
 end
 local n = #popped / 2
 removedPending(Q, lane, n)
+if n > 0 then addCount(Q.stats, 'drained', n, n) end
 local remaining = redis.call('ZCARD', pendingKey)
 if remaining == 0 then laneLeaves(Q, lane) end  -- [tenants] off its ring, the top or its tenant's
 return {n, remaining}

@@ -1,8 +1,10 @@
 --[[
   retry_dead: send dead jobs back to their lanes at their mint place, as if
   new: state pending, failures and lease expiries reset to 0 (the attempts
-  counter, the fencing token, keeps counting; the errors list is kept). A
-  lane that becomes serviceable joins the ring. Works on the given ids, or
+  counter, the fencing token, keeps counting; the errors list is kept), and
+  a stop asked of an earlier attempt forgotten (`cancel`: else the new run
+  would see it at once and stop again). A lane that becomes serviceable
+  joins the ring. Works on the given ids, or
   on up to `limit` of one lane's dead jobs per call (the client loops).
 
   KEYS[1]  ring      list   serviceable lanes in rotation order
@@ -48,7 +50,7 @@ for _, job in ipairs(batch) do
   redis.call('ZREM', Q.dead, id)
   redis.call('ZREM', laneDeadKey(prefix, group), id)
   redis.call('HSET', jk, 'state', 'pending', 'fails', 0, 'expiries', 0)
-  redis.call('HDEL', jk, 'finished')
+  redis.call('HDEL', jk, 'finished', 'cancel')
   addPending(Q, group, pendingKey, id, seq)
   joinRing(Q, group, pendingKey)
 end

@@ -33,8 +33,8 @@ local KEY_TYPES = {ring = 'list', onring = 'set', active = 'zset', schedule = 'z
   depths = 'zset', stats = 'hash', seq = 'string', wake = 'list', turn = 'hash'}
 local TYPE_CHECKED = {}
 local IN_USE = {}
--- derived: <prefix>weights, ceilings, rates, tenants, unique, timeshare
--- (the hashes of includes/claim_turns.lua, rate.lua, tenants.lua,
--- policies.lua, timeshare.lua)
+-- derived: <prefix><name> for each name. Generated from the policy registry
+-- (each policy's probe hashes, django_emq/engine/policies/): run
+-- python -m django_emq.engine.policies.probe after adding a policy.
 local POLICY_HASHES = {'weights', 'ceilings', 'rates', 'tenants', 'unique', 'timeshare'}
 local POLICIES_OFF = nil

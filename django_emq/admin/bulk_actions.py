@@ -1,0 +1,143 @@
+"""What an operator can do to many jobs of a queue at once from the jobs page:
+cancel every job of a task, cancel the jobs a search finds, send back every
+dead job of a task (the engine's :mod:`~django_emq.engine.bulk`). Each is a
+POST with CSRF and ``django_emq.manage_lanes``: the first POST shows a
+confirmation page, the confirmed one acts; a GET changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponseBase,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
+from django.template.response import TemplateResponse
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
+from ..engine import bulk, listing
+from ..engine.ids import validate_task_path
+from ..engine.shards import AnyQueue
+from .actions import cancelled_message, form_errors
+from .base import ConsoleAdmin
+
+#: Most jobs "cancel the jobs found" takes: every page a search may show.
+MOST_FOUND = 1_000
+#: States a job the search found is cancelled in (the others have ended).
+CANCELLABLE = ("pending", "scheduled", "active")
+
+
+class TaskForm(forms.Form):
+    task = forms.CharField(label=gettext_lazy("Task"), max_length=300)
+
+    def clean_task(self) -> str:
+        try:
+            return validate_task_path(self.cleaned_data["task"].strip())
+        except ValueError:
+            raise forms.ValidationError(
+                _("Give a task's whole dotted path, such as myapp.tasks.send_mail.")
+            ) from None
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(label=gettext_lazy("Search"), max_length=300)
+
+
+def found_ids(queue: AnyQueue, query: str) -> list[str]:
+    """The jobs a search for ``query`` lists that can still be cancelled."""
+    found = listing.find_by_task(queue, query, MOST_FOUND)
+    return [j.row.job_id for j in found if j.row.state in CANCELLABLE]
+
+
+class BulkActionViews(ConsoleAdmin):
+    """``bulk_action_view``; the admin supplies the rest."""
+
+    #: action -> the form it reads
+    BULK: ClassVar[dict[str, type[forms.Form]]] = {
+        "cancel-task": TaskForm,
+        "cancel-search": SearchForm,
+        "retry-dead-task": TaskForm,
+    }
+
+    def bulk_action_view(
+        self, request: HttpRequest, queue_name: str, action: str
+    ) -> HttpResponseBase:
+        """One bulk action on a queue's jobs: POST shows what it will do, the
+        confirmed POST does it."""
+        if not self.has_manage_permission(request):
+            raise PermissionDenied
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        form_class = self.BULK.get(action)
+        if form_class is None:
+            raise Http404(_("No bulk action %(action)s.") % {"action": action})
+        queue = self._queue(queue_name)
+        list_url = self._url("changelist") + "?" + urlencode({"queue": queue.name})
+        target = request.POST.get("next")
+        back = (
+            target
+            if target
+            and url_has_allowed_host_and_scheme(
+                target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+            )
+            else list_url
+        )
+        form = form_class(request.POST)
+        if not form.is_valid():
+            messages.error(
+                request, _("%(errors)s Nothing was changed.") % {"errors": form_errors(form)}
+            )
+            return HttpResponseRedirect(back)
+        data = form.cleaned_data
+        if request.POST.get("confirmed") != "yes":
+            return self._bulk_confirm(request, queue, action, data, back, list_url)
+        level, text = self._run_bulk(queue, action, data)
+        messages.add_message(request, level, text)
+        return HttpResponseRedirect(back)
+
+    def _bulk_confirm(
+        self,
+        request: HttpRequest,
+        queue: AnyQueue,
+        action: str,
+        data: dict[str, Any],
+        back: str,
+        list_url: str,
+    ) -> TemplateResponse:
+        ids = found_ids(queue, data["q"]) if action == "cancel-search" else []
+        context = self._context(
+            request,
+            _("Are you sure?"),
+            queue=queue.name,
+            action=action,
+            fields=data,
+            ids=ids,
+            count=len(ids),
+            back=back,
+            list_url=list_url,
+        )
+        return TemplateResponse(request, "admin/django_emq/bulk_confirm.html", context)
+
+    @staticmethod
+    def _run_bulk(queue: AnyQueue, action: str, data: dict[str, Any]) -> tuple[int, str]:
+        if action == "cancel-task":
+            return cancelled_message(bulk.cancel_task(queue, data["task"]))
+        if action == "cancel-search":
+            return cancelled_message(bulk.cancel_jobs(queue, found_ids(queue, data["q"])))
+        count, complete = bulk.retry_dead_of_task(queue, data["task"])
+        text = ngettext(
+            "Sent %(n)d dead job of %(task)s back to its lane.",
+            "Sent %(n)d dead jobs of %(task)s back to their lanes.",
+            count,
+        ) % {"n": count, "task": data["task"]}
+        if not complete:
+            text += " " + _("It stopped after the most jobs one call looks at: do it again.")
+        return (messages.SUCCESS if count else messages.WARNING), text
