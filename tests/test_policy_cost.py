@@ -19,6 +19,7 @@ from .test_cost import (
     FEW,
     LEASE_MS,
     TASK,
+    ScriptsOnly,
     claim_complete,
     fill,
     lanes,
@@ -301,10 +302,11 @@ def policy_commands(commands: list[list[str]], queue: Queue) -> list[list[str]]:
     ]
 
 
-def test_a_queue_without_policies_spends_no_command_on_them(r: redis.Redis, queue: Queue) -> None:
+def test_a_queue_without_policies_spends_no_command_on_them(r: redis.Redis) -> None:
     """A claim, and a complete-then-claim (the worker's hot path), at claims of
     1 and of 16, on a queue with no lane policy: one EXISTS per call asks for
     every policy at once, and no other command touches a policy's key."""
+    queue = ScriptsOnly("q", connection=r)
     load_scripts(r)
     fill(queue, lanes(40), 3)
 

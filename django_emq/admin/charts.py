@@ -1,8 +1,9 @@
 """The charts page of a queue: jobs enqueued, finished and failed and the wait
-from enqueue to start (p50, p95) for the last hour per minute and the last day
-per 15 minutes, and the 20 deepest lanes' p95 wait next to the queue's. Read
-from the history the scripts keep (:mod:`django_emq.engine.history`): a fixed
-number of round trips whatever the lanes."""
+from due (enqueue, or ``run_after``) to first start (p50, p95) for the last
+hour per minute and the last day per 15 minutes, and the 20 deepest lanes'
+p95 wait next to the queue's. Read from the queue's history
+(:mod:`django_emq.engine.history`): a fixed number of round trips whatever
+the lanes."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def charts_for(intervals: list[history.Interval], span: str) -> list[Any]:
         _("jobs"),
     )
     waits = line_chart(
-        _("Wait from enqueue to start, %(span)s") % {"span": span},
+        _("Wait from due to first start, %(span)s") % {"span": span},
         [
             Line(_("p50"), "emq-s1", [_seconds(i.wait_ms(0.5)) for i in intervals]),
             Line(_("p95"), "emq-s3", [_seconds(i.wait_ms(0.95)) for i in intervals]),

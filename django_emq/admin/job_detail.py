@@ -172,6 +172,12 @@ def _ran_ms(row: Mapping[str, str], server_ms: int, span_ms: int) -> int:
     return total if timed else span_ms
 
 
+def _due_since(enqueued: int, due: int | None, started: int) -> int:
+    """When a job's wait began: its enqueue, or its due time when it was deferred
+    (a due time after its first start is a retry's back-off, not a deferral)."""
+    return max(enqueued, due) if due is not None and due <= started else enqueued
+
+
 def job_facts(
     row: Mapping[str, str],
     server_ms: int,
@@ -204,7 +210,7 @@ def job_facts(
         "finished": moment(finished),
         "waited": None
         if enqueued is None or started is None
-        else short_duration(started - enqueued),
+        else short_duration(started - _due_since(enqueued, _int(row.get(Row.DUE)), started)),
         "ran": None if started is None else short_duration(_ran_ms(row, server_ms, end - started)),
         "cancel_asked": moment(_int(row.get(Row.CANCEL))),
         "args": pretty(row.get(Row.ARGS)),

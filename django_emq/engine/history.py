@@ -1,12 +1,16 @@
-"""The queue's history as the scripts keep it (``lua/includes/history.lua``):
-per-minute counters and wait histograms, the lanes' hourly wait histograms,
-read back as series for charts and figures for metrics.
+"""The queue's history as the scripts keep it (``lua/includes/history.lua``,
+written by the enqueue, retry, reap and cancel scripts and, for waits and
+finished jobs, by ``lua/record_history-2.lua`` from what :mod:`.tally`
+gathers): per-minute counters and wait histograms, the lanes' hourly wait
+histograms, read back as series for charts and figures for metrics.
 
-Bucket ``b`` of a wait histogram holds waits ``w`` (ms) with
-``2 ** (b / 2) <= w < 2 ** ((b + 1) / 2)``: log-spaced, so a percentile read
-from it is within a factor of 1.42 of the true one, and a histogram has at
-most :data:`BUCKETS` fields whatever the waits. Each read is one round trip
-per shard.
+A wait runs from when a job could first run (its enqueue, or its due time
+when it was deferred) to its first start. Bucket ``b`` of a wait histogram
+holds waits ``w`` (ms) with ``2 ** (b / 2) <= w < 2 ** ((b + 1) / 2)``
+(:func:`~.tally.wait_bucket`): log-spaced, so a percentile read from it is
+within a factor of 1.42 of the true one, and a histogram has at most
+:data:`BUCKETS` fields whatever the waits. Each read is one round trip per
+shard.
 """
 
 from __future__ import annotations
@@ -16,18 +20,10 @@ from dataclasses import dataclass, field
 
 from .payload import text
 from .shards import AnyQueue
+from .tally import BUCKETS, HOUR_MS, MINUTE_MS, bucket_upper_ms
 
-#: Buckets of a wait histogram (the scripts' MAX_BUCKET + 1).
-BUCKETS = 64
 #: Counters a minute keeps besides its histogram.
 COUNTERS = ("enq", "done", "dead", "cancel", "retry")
-MINUTE_MS = 60_000
-HOUR_MS = 3_600_000
-
-
-def bucket_upper_ms(bucket: int) -> float:
-    """The upper bound (ms) of wait bucket ``bucket``."""
-    return float(2.0 ** ((bucket + 1) / 2))
 
 
 def percentile(histogram: Mapping[int, int], fraction: float) -> float | None:

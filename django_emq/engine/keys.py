@@ -152,6 +152,14 @@ class QueueKeys:
         finishing (ms), at most ``FINISHED_WINDOW`` of them (lua/includes/history.lua)."""
         return self._k("finished")
 
+    @property
+    def due_at(self) -> str:
+        """Sorted set: jobs a promote moved into their lanes before their first
+        start, by when they became due (ms): where their wait begins. A record
+        call (lua/record_history-2.lua) reads and removes them; kept at most a
+        day and 100,000 of them (lua/promote-9.lua)."""
+        return self._k("dueat")
+
     def minute(self, minute: int) -> str:
         """Hash: one minute's counters and wait histogram (``minute`` = epoch ms // 60000)."""
         return self._k(f"m:{minute}")

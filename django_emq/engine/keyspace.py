@@ -25,6 +25,7 @@ CORE_KEY_TYPES: dict[str, str] = {
     "workers": "hash",
     "stops": "hash",  # stop requests for workers (engine/worker_control.py)
     "finished": "zset",
+    "due_at": "zset",
     "turn": "hash",
 }
 #: Redis type of each fixed key of a queue: the core's and every policy's.

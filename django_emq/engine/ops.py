@@ -34,6 +34,7 @@ from .records import (
     rate_arg,
     refusals,
 )
+from .tally import Tally, record_calls
 
 #: Batch size of the looping maintenance calls (reap, promote, drain, dead jobs).
 BATCH = 500
@@ -182,6 +183,17 @@ def extend(q: QueueShape, job_id: str, token: int, lease_ms: int) -> Op[int]:
 
 def release(q: QueueShape, job_id: str, token: int) -> Op[None]:
     return Op(calls.release(q.keys, job_id, token), partial(_none, job_id))
+
+
+def _moved(reply: Any) -> int:
+    return int(reply)
+
+
+def record_history(q: QueueShape, tally: Tally) -> list[Op[int]]:
+    """Send ``tally`` to the queue's history (see :mod:`.tally`): its calls (none
+    when it is empty), each answering how many of its first starts waited from
+    their due time rather than their enqueue."""
+    return [Op(call, _moved) for call in record_calls(q.keys, tally)]
 
 
 # -- the beat's upkeep -------------------------------------------------------------

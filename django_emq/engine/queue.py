@@ -13,6 +13,7 @@ operations the worker runs on its async runner.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -58,9 +59,12 @@ from .records import (
     unique_key_arg,
 )
 from .runner import SyncRunner
+from .tally import Tally, recorded
 
 if TYPE_CHECKING:
     from .client import Client
+
+logger = logging.getLogger("django_emq.engine")
 
 __all__ = [
     "BATCH",
@@ -219,6 +223,7 @@ class Queue(QueueAPI, LaneControl, PolicyCalls, QueueReads):
     def claim_shard(self, request: ClaimRequest) -> tuple[Queue, list[Claim]] | None:
         """``claim`` answered with the queue the claims came from (this one)."""
         claims = self.runner.run(ops.claim_for(self, request))
+        self.record_history(claims)
         return (self, claims) if claims else None
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
@@ -244,7 +249,9 @@ class Queue(QueueAPI, LaneControl, PolicyCalls, QueueReads):
 
     def record(self, call: calls.Call) -> list[JobError | None]:
         """Run a complete call from ``complete_call``; the refusals, in order."""
-        return self.runner.run(ops.completed(call))
+        refusals = self.runner.run(ops.completed(call))
+        self.record_history(finished=recorded(call.args[2::3], refusals))
+        return refusals
 
     def complete_call(self, encoded: Sequence[tuple[str, int, str]]) -> calls.Call | None:
         """The complete call for outcomes from ``encode_outcomes``."""
@@ -304,6 +311,8 @@ class Queue(QueueAPI, LaneControl, PolicyCalls, QueueReads):
             claims, refused = self.runner.run(ops.claimed_with(call))
         except redis.ResponseError as exc:
             return [], [script_error(exc)] * len(outcomes)
+        done = recorded(call.args[calls.COMPLETE_CLAIM_OUTCOMES :: 3], refused)
+        self.record_history(claims, done)
         return claims, list(refused)
 
     def complete_claim_call(
@@ -323,6 +332,28 @@ class Queue(QueueAPI, LaneControl, PolicyCalls, QueueReads):
             self, encoded, checked.lease_ms, checked.turns, checked.worker, limit
         )
         return op.call
+
+    def record_history(self, claims: Sequence[Claim] = (), finished: Sequence[str] = ()) -> None:
+        """Add the first starts among ``claims`` (their waits) and the jobs
+        ``finished`` (recorded done) to the queue's history now, in one round
+        trip when there is any (see ``django_emq.engine.tally``). Every claim
+        and completion made through this API does so at once; a worker
+        gathers its own and sends them every ``tally.RECORD_EVERY`` seconds.
+        The history is a by-product: a server that cannot take it now is
+        logged, not raised (the claims and outcomes it follows stand)."""
+        tally = Tally()
+        tally.claimed(claims)
+        tally.completed(finished)
+        record = ops.record_history(self, tally)
+        if not record:
+            return
+        try:
+            answers = self.runner.run_many(record)
+        except (redis.RedisError, RedisClusterException) as exc:
+            answers = [exc]
+        for answer in answers:
+            if isinstance(answer, Exception):
+                logger.warning("queue %r: history not recorded (%s)", self.name, answer)
 
     def retry(self, job_id: str, token: int, error: str, delay_ms: int = 0) -> str:
         """Record a failure; the job is retried after ``delay_ms`` or is dead when out of

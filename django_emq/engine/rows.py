@@ -35,6 +35,8 @@ class Row:
     EXPIRIES: Final = "expiries"
     MAX_ATTEMPTS: Final = "max"
     ENQUEUED: Final = "enq"
+    #: When a scheduled job is due (ms); a job deferred before its first start
+    #: keeps it once promoted: when it became due, where its wait begins.
     DUE: Final = "due"
     CLAIMED: Final = "claimed"
     STARTED: Final = "started"

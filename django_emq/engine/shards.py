@@ -114,7 +114,10 @@ class ShardedQueue(QueueAPI, PolicyCalls):
         """Claim from the shards in turn (see :func:`claim_in_turn`): an empty
         shard, or one whose node cannot answer, is passed over at once. Answers
         the shard with its claims, ``None`` when no shard has a serviceable lane."""
-        return claim_in_turn(self.rotation, request)
+        found = claim_in_turn(self.rotation, request)
+        if found is not None:
+            found[0].record_history(found[1])
+        return found
 
     def complete(self, job_id: str, token: int, result: Any = None) -> None:
         self.shard_for_job(job_id).complete(job_id, token, result)

@@ -16,6 +16,7 @@ from ..engine.queue import Queue
 from ..engine.records import MAX_WEIGHT, error_text
 from ..engine.rotation import Rotation
 from ..engine.runner import AsyncRunner
+from ..engine.tally import Tally, recorded
 from .client import AsyncClient
 
 #: Seconds a queue that had nothing to serve is tried last (after the others).
@@ -44,6 +45,9 @@ class Shard:
         self.name = queue.name
         self.runner = runner
         self.client: AsyncClient = runner.client
+        #: The waits and finished jobs of this shard's claims and completions, not
+        #: sent yet (a :class:`~.recorder.Recorder` sends them, off the hot path).
+        self.tally = Tally()
 
     def __repr__(self) -> str:
         return f"<Shard {self.name!r}>"
@@ -55,9 +59,31 @@ class Shard:
         one script call. Answers the claims and one refusal (or ``None``) per outcome."""
         turns = max(1, min(want, MAX_WEIGHT))
         if not outcomes:
-            return await self.runner.run(ops.claim(self.queue, lease_ms, turns, worker, want)), []
+            claims = await self.runner.run(ops.claim(self.queue, lease_ms, turns, worker, want))
+            self.tally.claimed(claims)
+            return claims, []
         op = ops.complete_claim(self.queue, outcomes, lease_ms, turns, worker, want)
-        return await self.runner.run(op)
+        claims, refusals = await self.runner.run(op)
+        self.tally.claimed(claims)
+        self.tally.completed(recorded([o[0] for o in outcomes], refusals))
+        return claims, refusals
+
+    async def record_history(self) -> None:
+        """Send the waits and finished jobs gathered since the last call, in one
+        round trip (nothing when there are none). What the server could not take
+        is kept for the next call, and the error raised."""
+        taken = self.tally.take()
+        record = ops.record_history(self.queue, taken)
+        if not record:
+            return
+        try:
+            answers = await self.runner.run_many(record)
+        except BaseException:
+            self.tally.put_back(taken)
+            raise
+        for answer in answers:
+            if isinstance(answer, Exception):  # a script error: sending it again cannot help
+                raise answer
 
     async def retry(self, job_id: str, token: int, error: str, delay_ms: int) -> str:
         return await self.runner.run(

@@ -1,8 +1,9 @@
 """The supervisor: one :class:`Worker` per process. It builds the parts, runs
-them on one event loop (the claimer, the outcome flusher, the beat, the jobs),
-takes the signals, and winds down: no new claims, jobs claimed ahead handed
-back at once, running jobs given the grace period, then the rest released to
-the head of their lanes."""
+them on one event loop (the claimer, the outcome flusher, the beat, the
+history recorder, the jobs), takes the signals, and winds down: no new
+claims, jobs claimed ahead handed back at once, running jobs given the grace
+period, then the rest released to the head of their lanes and the last
+history sent."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from .core import Core
 from .execute import Policy
 from .glitches import Glitches
 from .options import WorkerOptions, plan
+from .recorder import Recorder
 from .shard import Shard, Shards, rotation
 
 logger = logging.getLogger("django_emq.worker")
@@ -172,6 +174,7 @@ class Worker:
             stop=self._stop,
         )  # fmt: skip
         claimer = Claimer(core, turns, parking)
+        recorder = Recorder(shards)
         logger.info(
             "worker %s on %s, concurrency %d (%d threads for sync tasks), lease %.1fs",
             p.worker_id, ", ".join(q.name for q in self.queues), p.concurrency, p.threads,
@@ -184,6 +187,7 @@ class Worker:
             asyncio.create_task(self._guard(claimer.run(), core)),
             asyncio.create_task(self._guard(core.outcomes.run(p.beat_s), core)),
             asyncio.create_task(self._guard(self._beats(beat, core), core)),
+            asyncio.create_task(self._guard(recorder.run(), core)),
         ]
         self._crash: BaseException | None = None
         try:
@@ -196,6 +200,7 @@ class Worker:
             for task in duties[1:]:
                 task.cancel()
             await asyncio.gather(*duties, return_exceptions=True)
+            await recorder.record()  # the history of the last jobs
             await beat.forget()
             core.threads.stop()
         if self._crash is not None:

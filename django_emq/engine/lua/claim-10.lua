@@ -17,8 +17,7 @@
                             weighted turn, when a claim cut it short
   derived: <prefix>g:<lane>:pending and <prefix>g:<lane>:active (zsets; the
            latter holds the lane's claimed ids by claim time), <prefix>job:<id> (hash)
-  history: the keys of includes/history.lua (a job's first start: its wait),
-           written with pcall
+  A job's wait is not written here: the caller records it (record_history-2.lua).
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   derived: <prefix>weights, ceilings, rates, tenants, unique, timeshare: one

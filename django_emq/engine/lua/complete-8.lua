@@ -16,9 +16,8 @@
            (hash, see includes/policies.lua: a finished job frees its key),
            <prefix>timeshare and <prefix>weights (hashes, see
            includes/timeshare.lua: a job's run time is charged to its lane)
-  history: the keys of includes/history.lua (the finished window and this
-           minute's `done`), written with pcall: a damaged history key never
-           fails the script
+  The finished window and this minute's `done` are not written here: the
+  caller records them (record_history-2.lua).
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
   derived: <prefix>weights, ceilings, rates, tenants, unique, timeshare: one

@@ -13,7 +13,6 @@
 -- @include "rate_room"
 -- @include "rate_taken"
 -- @include "rated"
--- @include "started_job"
 -- @include "tenant_done"
 -- @include "tenant_pick"
 -- @include "time_share"
@@ -157,9 +156,8 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
       local token = (tonumber(row[5]) or 0) + 1
       local fields = {'attempts', token, 'state', 'active', 'claimed', now, 'worker', worker}
       local workers, started = worker, now
-      if token == 1 then
-        startedJob(prefix, lane, now, row[4])  -- its wait, in the history
-      else
+      -- a first start's wait is recorded by the caller (record_history-2.lua)
+      if token ~= 1 then
         -- a job claimed before: its attempt history is written out (a first
         -- attempt's is the row's worker and claimed, see tries.lua)
         local past = redis.call('HMGET', jk, 'workers', 'worker', 'tries', 'started', 'claimed')

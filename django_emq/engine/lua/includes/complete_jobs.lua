@@ -5,7 +5,6 @@
 -- @include "enter_ring"
 -- @include "fail"
 -- @include "fence"
--- @include "finished_jobs"
 -- @include "in_use"
 -- @include "job_key"
 -- @include "lane_active_key"
@@ -130,7 +129,6 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     end
   end
   addCount(Q.stats, 'completed', #ids, #ids)
-  finishedJobs(prefix, ids, now, 'done')
   for _, lane in ipairs(lanes) do
     tenantFreed(Q, prefix, lane, #byLane[lane])  -- [tenants]
     if joins[lane] then enterRing(Q, lane) end

@@ -1,10 +1,13 @@
--- The operator's history of a queue, kept by the scripts the jobs already run
--- (no extra round trip per job), in bounded memory:
+-- The operator's history of a queue, in bounded memory. The enqueue, retry,
+-- reap and cancel scripts count their own events here; the waits, `done` and
+-- the finished window are added by record_history-2.lua, from what the
+-- claim and complete replies told the caller (django_emq.engine.tally):
 --   <prefix>finished     zset  the last FINISHED_WINDOW finished job ids (done,
 --                              dead, cancelled) by time of finishing (ms)
 --   <prefix>m:<minute>   hash  one minute's counters (enq, done, dead, cancel,
 --                              retry) and wait histogram (w<b>: jobs whose wait
---                              from enqueue to first start fell in bucket b);
+--                              from due (enqueue or run_after) to first start
+--                              fell in bucket b);
 --                              expires after METRIC_TTL_MS
 --   <prefix>lw:<hour>    hash  every lane's wait histogram for one hour
 --                              (field <lane>:<b>); expires after LANE_WAIT_TTL_MS
