@@ -70,6 +70,8 @@ def worker_ids(workers: str, attempts: int) -> list[str]:
     ``attempts``: the claims whose ids the row no longer keeps are
     :data:`FORGOTTEN_WORKER`, so ``len()`` is the number of claims (Django's
     ``TaskResult.attempts``)."""
+    if attempts == 1 and workers and "," not in workers:  # a first attempt: most claims
+        return [workers]
     kept = [w for w in workers.split(",") if w]
     return [FORGOTTEN_WORKER] * max(0, attempts - len(kept)) + kept
 

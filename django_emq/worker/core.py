@@ -45,7 +45,7 @@ from .execute import (
     run_jobs,
 )
 from .jobs import Job
-from .logs import job_line
+from .logs import Lines, job_line
 from .options import Plan
 from .outcomes import CALL_ERRORS, Outcomes, Success
 from .shard import Shard
@@ -267,18 +267,20 @@ class Core:
         announce: list[tuple[Job, TaskResultStatus, Any]] | None = (
             [] if listening(task_finished) else None
         )
-        with logs.batch():
+        with logs.batch() as lines:
             for success, error in zip(batch, refusals, strict=True):
                 job = success.job
                 job.settled = True
                 if error is None:
-                    self.ended(job, "done")
+                    self.ended(job, "done", lines=lines)
                     if announce is not None:
                         announce.append((job, TaskResultStatus.SUCCESSFUL, success.value))
                 elif isinstance(error, JobError):
-                    self.ended(job, "stale", "lease lost to a newer attempt; outcome refused")
+                    reason = "lease lost to a newer attempt; outcome refused"
+                    self.ended(job, "stale", reason, lines)
                 else:
-                    self.ended(job, "stale", f"the worker failed to record its outcome ({error!r})")
+                    reason = f"the worker failed to record its outcome ({error!r})"
+                    self.ended(job, "stale", reason, lines)
         if announce:
             self._announce(announce)
 
@@ -300,15 +302,21 @@ class Core:
         job.settled = True
         self.ended(job, outcome, reason)
 
-    def ended(self, job: Job, outcome: str, reason: str | None = None) -> None:
-        """``job`` is over: counted, its line written, out of ``held`` (once; see ``Job.over``)."""
+    def ended(
+        self, job: Job, outcome: str, reason: str | None = None, lines: Lines | None = None
+    ) -> None:
+        """``job`` is over: counted, its line written (by ``lines``, in a batch),
+        out of ``held`` (once; see ``Job.over``)."""
         if job.over:
             return
         job.over = True
         if self.held.get(job.job_id) is job:
             del self.held[job.job_id]
         self.counts[outcome] += 1
-        job_line(job, outcome, reason)
+        if lines is None:
+            job_line(job, outcome, reason)
+        else:
+            lines.write(job, outcome, reason)
         self.changed.set()
 
     def _announce(self, items: list[tuple[Job, TaskResultStatus, Any]]) -> None:

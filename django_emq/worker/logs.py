@@ -13,7 +13,11 @@ A job's line is cheap: its record is made directly (no search of the stack
 for the caller), and when the worker prints through a handler of its own
 (:class:`LineHandler`: the project's ``LOGGING`` gives the root logger none),
 the lines of a batch of jobs are written together (:func:`batch`), with the
-time formatted once a second (:class:`LineFormatter`).
+time formatted once a second (:class:`LineFormatter`). When that handler is
+the only one a line reaches (no filter, no record factory of the project's
+own: nothing else could see a record), the successes' lines of a batch skip
+the records and are formatted straight into the text the handler would
+write (:class:`Lines`), the same text, with one timestamp for the batch.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ LEVELS = {
     "dropped": logging.WARNING,
 }
 LINE = "lane=%s job=%s task=%s attempt=%d duration=%.3fs outcome=%s"
+#: The format of the worker's own handler (``run_emq_worker``'s, see :class:`LineHandler`).
+FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 ERROR_LINE = "lane=%s job=%s task=%s attempt=%d duration=%.3fs error=%s outcome=%s"
 
 
@@ -120,11 +126,18 @@ class LineFormatter(logging.Formatter):
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         if datefmt is not None:
             return super().formatTime(record, datefmt)
-        second = int(record.created)
+        return self.asctime(record.created, record.msecs)
+
+    def asctime(self, created: float, msecs: float | None = None) -> str:
+        """``asctime`` of a record made at ``created`` (epoch seconds; ``msecs``
+        as the record has them, else worked out as ``LogRecord`` does)."""
+        second = int(created)
         if second != self._second:
-            self._text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._text = time.strftime(self.default_time_format, self.converter(created))
             self._second = second
-        return f"{self._text},{int(record.msecs):03d}"
+        if msecs is None:
+            msecs = int((created - second) * 1000) + 0.0
+        return f"{self._text},{int(msecs):03d}"
 
 
 _handlers: weakref.WeakSet[LineHandler] = weakref.WeakSet()
@@ -151,6 +164,22 @@ class LineHandler(logging.StreamHandler):  # type: ignore[type-arg]
         except Exception:
             self.handleError(record)
 
+    def add_text(self, text: str) -> None:
+        """A line already formatted (:class:`Lines`): held inside :func:`batch`,
+        else written at once."""
+        with self.lock:  # type: ignore[union-attr]
+            if self._held is not None:
+                self._held.append(text)
+            else:
+                self._write(text)
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.flush()
+        except Exception:  # as StreamHandler.emit: a broken stream never stops the worker
+            self.handleError(logging.makeLogRecord({"msg": text}))
+
     def hold_lines(self) -> None:
         with self.lock:  # type: ignore[union-attr]
             if self._held is None:
@@ -161,24 +190,89 @@ class LineHandler(logging.StreamHandler):  # type: ignore[type-arg]
         is the handler's lock's.)"""
         with self.lock:  # type: ignore[union-attr]
             held, self._held = self._held, None
-            if not held:
-                return
-            try:
-                self.stream.write("".join(held))
-                self.flush()
-            except Exception:  # as StreamHandler.emit: a broken stream never stops the worker
-                self.handleError(logging.makeLogRecord({"msg": "".join(held)}))
+            if held:
+                self._write("".join(held))
 
 
 @contextlib.contextmanager
-def batch() -> Iterator[None]:
+def batch() -> Iterator[Lines]:
     """Lines logged inside are written together at the end, by the worker's own
-    handlers (the project's handlers write theirs as they always do)."""
+    handlers (the project's handlers write theirs as they always do); the
+    :class:`Lines` given write the batch's job lines."""
     handlers = list(_handlers)
     for handler in handlers:
         handler.hold_lines()
+    lines = Lines()
     try:
-        yield
+        yield lines
     finally:
+        lines.flush()
         for handler in handlers:
             handler.write_held()
+
+
+class Lines:
+    """The job lines of one batch (see :func:`batch`). Whether a success's line
+    shows, and where it goes, is looked at once for the batch: when the
+    worker's own handler is the only one it reaches, the line is formatted
+    straight into that handler's text (no record: nothing else could see one);
+    every other line is :func:`job_line`'s."""
+
+    def __init__(self) -> None:
+        self.info = logger.isEnabledFor(logging.INFO)
+        self._direct = _sole_handler() if self.info else None
+        self._head = ""
+        #: Lines formatted and not handed to the handler yet (in order).
+        self._texts: list[str] = []
+        if self._direct is not None:
+            formatter = self._direct.formatter
+            assert isinstance(formatter, LineFormatter)
+            name = logging.getLevelName(logging.INFO)
+            self._head = f"{formatter.asctime(time.time())} {name} {logger.name} "
+
+    def write(self, job: Job, outcome: str, reason: str | None = None) -> None:
+        """``job``'s one line, as :func:`job_line` writes it."""
+        direct = self._direct
+        if direct is None or outcome != "done" or reason is not None or job.error is not None:
+            if self.info or outcome != "done":  # a success's line is at INFO
+                self.flush()  # the lines before it first
+                job_line(job, outcome, reason)
+            return
+        c = job.claim
+        message = LINE % (c.lane, c.job_id, c.task_path, c.token, job.duration, outcome)
+        self._texts.append(f"{self._head}{message}{direct.terminator}")
+
+    def flush(self) -> None:
+        """Hand the lines formatted so far to the handler."""
+        if self._texts:
+            assert self._direct is not None
+            self._direct.add_text("".join(self._texts))
+            self._texts.clear()
+
+
+def _sole_handler() -> LineHandler | None:
+    """The worker's own :class:`LineHandler` when a line at INFO of ``logger``
+    reaches it and nothing else: no other handler takes it, no filter looks at
+    it, records are made by ``logging.LogRecord`` and the handler formats them
+    with a plain :class:`LineFormatter` of :data:`FORMAT`. ``None`` otherwise."""
+    if logger.filters or logging.getLogRecordFactory() is not logging.LogRecord:
+        return None
+    found: LineHandler | None = None
+    node: logging.Logger | None = logger
+    while node is not None:
+        for handler in node.handlers:
+            if handler.level > logging.INFO:
+                continue
+            formatter = handler.formatter
+            if (
+                found is not None
+                or type(handler) is not LineHandler
+                or handler.filters
+                or type(formatter) is not LineFormatter
+                or formatter._fmt != FORMAT
+                or formatter.datefmt is not None
+            ):
+                return None
+            found = handler
+        node = node.parent if node.propagate else None
+    return found

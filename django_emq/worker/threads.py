@@ -49,8 +49,13 @@ class Threads:
         self._loop: asyncio.AbstractEventLoop | None = None
         #: The line: jobs and calls in the order given, ``None`` once per thread to stop.
         self._line: deque[Item] = deque()
-        #: Guards the line and ``_sleeping``; sleeping threads wait on it.
-        self._ready = threading.Condition(threading.Lock())
+        #: Guards the line and ``_sleeping`` (taken as is where nothing waits: a
+        #: plain lock is cheaper to take than its condition).
+        self._lock = threading.Lock()
+        #: Sleeping threads wait on it.
+        self._ready = threading.Condition(self._lock)
+        #: Threads asleep that nothing has woken yet (whoever wakes one counts it
+        #: off, so no thread is woken twice and no wake-up is asked for in vain).
         self._sleeping = 0
         self._done: deque[tuple[Job, Any]] = deque()
         self._poked = False
@@ -74,10 +79,9 @@ class Threads:
     def _put(self, items: Sequence[Item]) -> None:
         """Add ``items``; wake one sleeping thread, which wakes the next if more
         are waiting (:meth:`_take`), so the loop pays one wake-up per batch."""
-        with self._ready:
+        with self._lock:
             self._line.extend(items)
-            if self._sleeping:
-                self._ready.notify()
+            self._wake_one()
 
     def waiting(self) -> int:
         """Jobs (and calls) in the line that no thread has taken yet."""
@@ -106,24 +110,27 @@ class Threads:
     def _take(self) -> Job | None:
         """The next job, if a job is next in line (a call or a stop is left for
         :meth:`_next`); with more waiting, one sleeping thread is woken for them."""
-        with self._ready:
+        with self._lock:
             line = self._line
             if not line or not isinstance(line[0], Job):
                 return None
             job: Job = line.popleft()  # type: ignore[assignment]
-            if line and self._sleeping:
-                self._ready.notify()
+            if line:
+                self._wake_one()
             return job
+
+    def _wake_one(self) -> None:
+        """Wake one sleeping thread, if one sleeps (the lock held)."""
+        if self._sleeping:
+            self._sleeping -= 1
+            self._ready.notify()
 
     def _next(self) -> Item:
         """The next item in line, sleeping until there is one."""
         with self._ready:
             while not self._line:
-                self._sleeping += 1
-                try:
-                    self._ready.wait()
-                finally:
-                    self._sleeping -= 1
+                self._sleeping += 1  # counted off by whoever wakes it
+                self._ready.wait()
             return self._line[0]
 
     def _work(self) -> None:
@@ -136,8 +143,8 @@ class Threads:
                 if not self._line or self._line[0] is not item:
                     continue
                 self._line.popleft()
-                if self._line and self._sleeping:
-                    self._ready.notify()
+                if self._line:
+                    self._wake_one()
             if item is None:
                 return
             item()

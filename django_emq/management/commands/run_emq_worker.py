@@ -25,7 +25,7 @@ from django_emq.conf_table import FLAGGED, Setting
 from django_emq.engine.records import WORKER_ID_RE
 from django_emq.exceptions import ConfigurationError
 from django_emq.worker import Worker, WorkerOptions
-from django_emq.worker.logs import LineFormatter, LineHandler
+from django_emq.worker.logs import FORMAT, LineFormatter, LineHandler
 
 LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
 #: Seconds between tries to start while no node of a cluster answers.
@@ -92,7 +92,7 @@ def configure_logging(level: int) -> None:
     ):
         return
     handler = LineHandler()
-    handler.setFormatter(LineFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler.setFormatter(LineFormatter(FORMAT))
     emq.addHandler(handler)
     tasks = logging.getLogger("django.tasks")
     tasks.addHandler(handler)
