@@ -146,6 +146,8 @@ def test_stop_a_running_job_and_a_worker_in_a_browser(
     )
     browser.get(f"{base}job/workers/")
     stopped = wait_for(browser, 'tr[id="worker-default-host-a:1"]')
+    columns = browser.find_elements(By.CSS_SELECTOR, "#content thead th")
+    assert "Running jobs" in [c.get_attribute("textContent") for c in columns]
     assert "stopped at" in stopped.text
     assert not stopped.find_elements(By.CSS_SELECTOR, ".emq-stop-worker")
     live = browser.find_element(By.CSS_SELECTOR, 'tr[id="worker-default-host-b:2"]')

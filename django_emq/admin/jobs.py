@@ -1,5 +1,5 @@
 """The admin's jobs pages: every queue's jobs by state (the next to run,
-scheduled, in flight, dead, recently finished), search, one page per job, the
+scheduled, running, dead, recently finished), search, one page per job, the
 workers, and the charts.
 
 Like the lanes view these read Valkey only, need ``django_emq.view_lanes`` to
