@@ -210,4 +210,4 @@ def test_a_setting_an_example_gets_wrong_fails_the_check(emq: redis.Redis, setti
     for wrong in ({"LEASE": 0.01}, {"LEASES": 30}):
         with pytest.raises(AssertionError):
             check_settings("EMQ", wrong, settings, "a wrong example")
-        assert settings.EMQ == kept
+        assert kept == settings.EMQ
