@@ -1,7 +1,8 @@
 """One word for a claimed job on every page of the console: "running", never
 "active" (the engine's state) or "in flight" (issue 22: three words for one
 thing). Every page and confirmation page the console serves is read, with a
-job in each state in view, and its visible text checked."""
+job in each state in view, and its visible text checked. A cancelled job's
+page says whether it ever ran."""
 
 from __future__ import annotations
 
@@ -123,3 +124,24 @@ def test_the_pages_that_count_claimed_jobs_say_running(
         assert re.search(r"\brunning\b", text, re.IGNORECASE), f"{name} never says running"
     empty = visible(html(every["lane page, empty lists"](manager)))
     assert "None of this lane\u2019s jobs is running." in empty
+
+
+def test_a_cancelled_job_says_whether_it_ever_ran(q: Queue, manager: Client) -> None:
+    """Cancelled while waiting to run: "before it ran", and its attempts say
+    none ran. Cancelled while waiting for a retry, after an attempt failed: it
+    "will not run again", and its attempt is listed. Both end "Cancelled"."""
+    (retried,) = fill(q, B, 1)
+    claim = claim_one(q)
+    assert claim.job_id == retried
+    assert q.retry(retried, claim.token, "boom", delay_ms=3_600_000) == "scheduled"
+    assert q.cancel(retried) == "cancelled"
+    (never,) = fill(q, A, 1)
+    assert q.cancel(never) == "cancelled"
+    first = visible(html(manager.get(f"{JOBS}default/{never}/")))
+    assert "cancelled — before it ran: it never will" in first
+    assert "None: it was cancelled before it ran." in first
+    assert "Cancelled" in first
+    second = visible(html(manager.get(f"{JOBS}default/{retried}/")))
+    assert "cancelled — it will not run again" in second
+    assert "None: it was cancelled before it ran." not in second
+    assert "Cancelled" in second
