@@ -2,7 +2,8 @@
 one, in headless Chromium (as ``test_console_browser``): the Dead list names
 the exception class once, a dead job's page gives the time it ran, a search
 for part of a task path pages through its hits with headings that count
-them, and Move takes a username."""
+them, Move takes a username, and the rate form keeps its row in narrower
+windows."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from . import tasks
 from .factories import make_user
 from .test_admin_browser import browser, wait_for
 from .test_console_actions_browser import log_in, messages, queue
-from .test_console_browser import shot, submit
+from .test_console_browser import ARTIFACTS, shot, submit
 
 __all__ = ["browser"]  # the fixture, used below
 
@@ -79,3 +80,17 @@ def test_dead_list_job_page_search_pager_and_move_by_user_in_a_browser(
     submit(browser, 'form:has(#emq-move-lane) input[type="submit"]')
     assert messages(browser) == [f"Job {waiting.id} moved to lane {lane_for(bob)}."]
     assert (queue().job(waiting.id) or {})["group"] == lane_for(bob)
+
+    # The rate form stays one row under its label in narrower windows too.
+    browser.get(f"{base}lane/default/{lane_for(mallory)}/")
+    for width in (1024, 800):
+        browser.set_window_size(width, 1000)
+        wait_for(browser, "#emq-rate-count")
+        count, per = (
+            browser.find_element(By.ID, i).rect for i in ("emq-rate-count", "emq-rate-per")
+        )
+        label = browser.find_element(By.CSS_SELECTOR, 'label[for="emq-rate-count"]').rect
+        assert abs(count["y"] - per["y"]) < 3, f"{width} px: the rate fields on two rows"
+        assert per["x"] > count["x"] + count["width"], f"{width} px"
+        assert label["y"] + label["height"] <= count["y"] + 1, f"{width} px: label beside the row"
+        browser.save_screenshot(str(ARTIFACTS / f"admin-lane-rate-{width}.png"))  # at that width
