@@ -10,6 +10,10 @@ example that uses ``get_queue`` must import it, on its page. Every ``EMQ =`` or
 have no problem; then the test's settings come back. Where an example defines
 a view, the view is called (:data:`CALLED`). An example that changes the
 process (an admin registration, a registered schedule) is undone after it.
+
+The shell examples are checked, not run (they install, build and serve): every
+``manage.py`` command they show exists and its arguments parse (a synopsis's
+options exist), every ``make`` target and bench script they name exists.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shlex
 import sys
 import textwrap
 import types
@@ -211,3 +216,60 @@ def test_a_setting_an_example_gets_wrong_fails_the_check(emq: redis.Redis, setti
         with pytest.raises(AssertionError):
             check_settings("EMQ", wrong, settings, "a wrong example")
         assert kept == settings.EMQ
+
+
+# -- the shell examples ----------------------------------------------------------------
+
+#: A fenced shell block (``sh``, ``shell`` or ``console``), indented or not.
+SHELL_BLOCK = re.compile(r"^([ \t]*)```(?:sh|shell|console)\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
+
+
+def shell_lines(page: Path) -> Iterator[str]:
+    """Every command line of ``page``'s shell examples, a synopsis's
+    continuation lines joined to it, a ``$`` prompt and a comment dropped."""
+    for match in SHELL_BLOCK.finditer(page.read_text()):
+        joined: list[str] = []
+        for line in textwrap.dedent(match.group(2)).splitlines():
+            line = line.split("  #", 1)[0].rstrip().removeprefix("$ ")
+            if line.startswith(" ") and joined:  # a synopsis's next line
+                joined[-1] += " " + line.strip()
+            elif line and not line.startswith("#"):
+                joined.append(line)
+        yield from joined
+
+
+def test_every_manage_py_command_the_docs_show_parses() -> None:
+    """``python manage.py X ...``: X is a command, and its arguments parse as
+    written (a synopsis in brackets: every option it names exists)."""
+    from django.core.management import get_commands, load_command_class
+
+    seen = 0
+    for page in PAGES:
+        for line in shell_lines(page):
+            if "manage.py " not in line:
+                continue
+            name, *args = shlex.split(line.split("manage.py ", 1)[1])
+            where = f"{page.relative_to(ROOT)}: {line}"
+            assert name in get_commands(), where
+            command = load_command_class(get_commands()[name], name)
+            parser = command.create_parser("manage.py", name)
+            if "[" in line:
+                known = {o for action in parser._actions for o in action.option_strings}
+                named = set(re.findall(r"(?<![\w-])--?[a-z][\w-]*", line))
+                assert named - known == set(), where
+            else:
+                parser.parse_args(args)
+            seen += 1
+    assert seen >= 10
+
+
+def test_every_make_target_and_bench_script_the_docs_show_exists() -> None:
+    targets = set(re.findall(r"^([\w.-]+):", (ROOT / "Makefile").read_text(), re.MULTILINE))
+    for page in PAGES:
+        for line in shell_lines(page):
+            where = f"{page.relative_to(ROOT)}: {line}"
+            words = shlex.split(line)
+            if words[0] == "make":
+                assert set(words[1:]) <= targets, where
+            for script in re.findall(r"\b(bench/\w+\.py|noxfile\.py)", line):
+                assert (ROOT / script).is_file(), where
