@@ -103,14 +103,14 @@ def test_a_task_search_heading_counts_what_it_found_and_pages_past_the_first_pag
         q.complete(claim.job_id, claim.token)
         done.append(claim.job_id)
     first = html(viewer.get(JOBS, {"q": "tests.tasks."}))
-    assert heading(first) == "Jobs whose task path starts with “tests.tasks.”: 1\u20135, and more"
+    assert heading(first) == "Jobs whose task path contains “tests.tasks.”: 1\u20135, and more"
     assert len(listed(first)) == 5
     assert 'id="emq-search-window"' in first, "it says which jobs a search reads"
     assert "pending jobs are found by their lane" in first
     next_url = re.search(r'<a href="([^"]*)" rel="next">', first)
     assert next_url, "a next page"
     second = html(viewer.get(JOBS + next_url.group(1).replace("&amp;", "&")))
-    assert heading(second) == "Jobs whose task path starts with “tests.tasks.”: 6\u20137 of 7"
+    assert heading(second) == "Jobs whose task path contains “tests.tasks.”: 6\u20137 of 7"
     assert set(listed(first) + listed(second)) == set(done)
     assert 'rel="next"' not in second
     assert 'rel="prev"' in second
@@ -118,11 +118,37 @@ def test_a_task_search_heading_counts_what_it_found_and_pages_past_the_first_pag
     assert heading(past) == heading(second), "a page past the hits shows the last page"
     monkeypatch.setattr(JobAdmin, "jobs_per_page", 10)
     few = html(viewer.get(JOBS, {"q": "tests.tasks."}))
-    assert heading(few) == "7 jobs whose task path starts with “tests.tasks.”"
+    assert heading(few) == "7 jobs whose task path contains “tests.tasks.”"
     assert 'id="emq-search-pager"' not in few
     none = html(viewer.get(JOBS, {"q": "other.module"}))
-    assert heading(none) == "0 jobs whose task path starts with “other.module”"
+    assert heading(none) == "0 jobs whose task path contains “other.module”"
     assert "among the jobs a search reads" in none
+
+
+def test_a_search_finds_a_task_by_part_of_its_path_and_offers_the_whole_path(
+    q: Queue, manager: Client
+) -> None:
+    """A task's name alone, in another case, finds its jobs; the bulk actions'
+    Task field, which takes a whole dotted path, is filled with the one path
+    found (with the words typed when the hits hold several paths)."""
+    q.enqueue(A, "tests.tasks.noop")
+    q.enqueue(B, "tests.tasks.record")
+    for _ in range(2):
+        claim = claim_one(q)
+        q.complete(claim.job_id, claim.token)
+    page = html(manager.get(JOBS, {"q": "NOOP"}))
+    assert heading(page) == "1 job whose task path contains “NOOP”"
+    assert bulk_task(page) == "tests.tasks.noop"
+    both = html(manager.get(JOBS, {"q": "tasks."}))
+    assert heading(both) == "2 jobs whose task path contains “tasks.”"
+    assert bulk_task(both) == "tasks."
+
+
+def bulk_task(page: str) -> str:
+    """What the bulk actions' Task field holds."""
+    found = re.search(r'id="emq-bulk-task" value="([^"]*)"', page)
+    assert found, "no Task field"
+    return found.group(1)
 
 
 def test_an_unknown_state_or_queue_is_not_found(q: Queue, viewer: Client) -> None:

@@ -1,8 +1,9 @@
 """The console's round-two actions in a real browser (headless Chromium, as
 ``test_console_browser``): the lane filters, running a dead job again,
-cancelling every job of a task, asking a running job to stop (its page keeps
-the request after the task returned, and refreshes itself while it runs),
-and stopping a worker from the workers page. Every action goes through its
+searching for part of a task's name and cancelling every job of that task,
+asking a running job to stop (its page keeps the request after the task
+returned, and refreshes itself while it runs), and stopping a worker from the
+workers page. Every action goes through its
 confirmation page. Screenshots land in ``test-artifacts/`` (git-ignored)."""
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def test_filters_run_again_and_bulk_cancel_in_a_browser(
 ) -> None:
     mallory, bob, carol = make_user("mallory"), make_user("bob"), make_user("carol")
     failing = enqueue_for(bob, tasks.boom, "bob")
+    enqueue_for(bob, tasks.record, "bob")  # one that finished: a search finds it
     call_command("run_emq_worker", "--burst", "--lease", "5", verbosity=0)
     flood = [enqueue_for(mallory, tasks.record, f"m{i}") for i in range(5)]
     enqueue_for(carol, tasks.add, 1, 2)
@@ -79,8 +81,13 @@ def test_filters_run_again_and_bulk_cancel_in_a_browser(
     assert browser.find_element(By.ID, "emq-job-state").text.startswith("pending")
     assert f"/{failing.id}/" not in browser.current_url
 
-    # Every job of mallory's task, cancelled from a search.
-    browser.get(f"{base}job/?queue=default&q=tests.tasks.record")
+    # Every job of mallory's task, cancelled from a search for part of its
+    # name, in capitals: the Task field offers the whole path the search found.
+    browser.get(f"{base}job/?queue=default")
+    wait_for(browser, "#emq-q").send_keys("RECORD")
+    submit(browser, "#emq-search-go")
+    heading = wait_for(browser, "#emq-search-heading").get_attribute("textContent")
+    assert heading == "1 job whose task path contains “RECORD”", heading
     task_field = wait_for(browser, "#emq-bulk-task")
     assert task_field.get_attribute("value") == "tests.tasks.record"
     shot(browser, "admin-jobs-bulk.png")
@@ -139,6 +146,8 @@ def test_stop_a_running_job_and_a_worker_in_a_browser(
     )
     browser.get(f"{base}job/workers/")
     stopped = wait_for(browser, 'tr[id="worker-default-host-a:1"]')
+    columns = browser.find_elements(By.CSS_SELECTOR, "#content thead th")
+    assert "Running jobs" in [c.get_attribute("textContent") for c in columns]
     assert "stopped at" in stopped.text
     assert not stopped.find_elements(By.CSS_SELECTOR, ".emq-stop-worker")
     live = browser.find_element(By.CSS_SELECTOR, 'tr[id="worker-default-host-b:2"]')

@@ -64,14 +64,23 @@ def test_the_finished_window_is_bounded(r: redis.Redis, queue: Queue) -> None:
     assert r.zscore(queue.keys.finished, "JOB" + "0" * 22) is None, "the oldest left"
 
 
-def test_a_task_path_is_found_by_prefix(queue: Queue) -> None:
-    queue.enqueue(A, "app.tasks.resize")
+def test_a_task_path_is_found_by_any_part_of_it_in_any_case(queue: Queue) -> None:
+    """Its start (a module), its name alone, or a part in another case: an
+    operator often knows a task's name and not its module."""
+    queue.enqueue(A, "app.tasks.Resize_all")
     queue.enqueue(A, "app.other.send")
     for _ in range(2):
         claim = claim_one(queue)
         queue.complete(claim.job_id, claim.token)
-    found = listing.find_by_task(queue, "app.tasks.")
-    assert [job.row.task_path for job in found] == ["app.tasks.resize"]
+
+    def paths(part: str) -> list[str]:
+        return sorted(job.row.task_path for job in listing.find_by_task(queue, part))
+
+    assert paths("app.tasks.") == ["app.tasks.Resize_all"]
+    assert paths("resize") == ["app.tasks.Resize_all"]
+    assert paths("SEND") == ["app.other.send"]
+    assert paths("app.") == ["app.other.send", "app.tasks.Resize_all"]
+    assert paths("tasks.send") == []
 
 
 def test_a_sharded_queue_merges_its_shards_pages(r: redis.Redis) -> None:

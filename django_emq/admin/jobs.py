@@ -1,5 +1,5 @@
 """The admin's jobs pages: every queue's jobs by state (the next to run,
-scheduled, in flight, dead, recently finished), search, one page per job, the
+scheduled, running, dead, recently finished), search, one page per job, the
 workers, and the charts.
 
 Like the lanes view these read Valkey only, need ``django_emq.view_lanes`` to
@@ -45,6 +45,14 @@ STATE_TITLES = {
     "dead": gettext_lazy("Dead"),
     "finished": gettext_lazy("Recently finished"),
 }
+
+
+def _one_task(found: list[listing.ListedJob]) -> str | None:
+    """The task path every job a search found shares, if there is one: a search
+    for part of a path (``resize``) offers the whole path to the bulk actions,
+    which take nothing less."""
+    paths = {listed.row.task_path for listed in found}
+    return paths.pop() if len(paths) == 1 else None
 
 
 def _search_window() -> str:
@@ -164,6 +172,8 @@ class JobAdmin(JobActionViews, BulkActionViews, WorkerActionViews, ChartViews):
                 "last": (number - 1) * per + len(shown),
                 "total": None if len(found) > number * per else len(found),
                 "window": _search_window(),
+                # the bulk forms' task: the one task path found, else what was typed
+                "task": _one_task(found) or query,
                 "urls": {
                     key: "?" + urlencode({"queue": name, "q": query, "page": str(n)})
                     for key, n in (("previous", number - 1), ("next", number + 1))
@@ -222,7 +232,8 @@ class JobAdmin(JobActionViews, BulkActionViews, WorkerActionViews, ChartViews):
     def _search(self, queue: AnyQueue, query: str, limit: int) -> str | list[listing.ListedJob]:
         """Where a search leads: a job's page (by its id), a lane's page (by its id
         or its user's username or email), or the first ``limit`` jobs whose task
-        path starts with the query (the same round trips whatever ``limit``)."""
+        path holds the query anywhere, in any case (the same round trips whatever
+        ``limit``)."""
         try:
             job_id = validate_job_id(query)
             if queue.job(job_id) is not None:

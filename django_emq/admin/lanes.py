@@ -272,7 +272,7 @@ class LaneAdmin(ActionViews):
 
     def lane_view(self, request: HttpRequest, queue_name: str, lane: str) -> HttpResponse:
         """One lane: settings, pending jobs in run order, the first scheduled
-        ones by due time, in-flight jobs, dead jobs."""
+        ones by due time, running jobs, dead jobs."""
         self._require_view(request)
         queue = self._queue(queue_name)
         lane = self._lane(lane)

@@ -174,9 +174,12 @@ def _entries_as_lanes(shard: Queue, names: list[str]) -> list[str]:
     return lanes
 
 
-def find_by_task(queue: AnyQueue, prefix: str, limit: int = 50) -> list[ListedJob]:
-    """Jobs whose task path starts with ``prefix``, newest first, looked for among
-    the jobs :data:`SEARCH_WINDOW` names (three round trips per shard)."""
+def find_by_task(queue: AnyQueue, part: str, limit: int = 50) -> list[ListedJob]:
+    """Jobs whose task path holds ``part`` anywhere, in any case (``resize``
+    finds ``app.images.Resize_all``), newest first, looked for among the jobs
+    :data:`SEARCH_WINDOW` names (three round trips per shard). Anywhere rather
+    than at the start: an operator often knows a task's name, not its module."""
+    needle = part.casefold()
     found: list[ListedJob] = []
     for shard in queue.shards:
         pipe = shard.connection.pipeline(transaction=False)
@@ -192,7 +195,7 @@ def find_by_task(queue: AnyQueue, prefix: str, limit: int = 50) -> list[ListedJo
         hits = [
             c
             for c, task in zip(candidates, tasks, strict=True)
-            if task and text(task).startswith(prefix)
+            if task and needle in text(task).casefold()
         ]
         found += _rows(shard, hits[:limit])
     found.sort(key=lambda j: -(j.row.finished_ms or j.row.claimed_ms or j.row.enqueued_ms or 0))
