@@ -78,6 +78,8 @@ class Core:
         self.ahead = Window(plan.concurrency, plan.prefetch)
         self._running_async = 0
         self._waiting_async: deque[Job] = deque()
+        #: The coroutine jobs running, with the asyncio task running each.
+        self._coroutines: dict[Job, asyncio.Task[Any]] = {}
         self.stopping = False
         #: Something changed: a job ended, slots freed, the worker was told to stop.
         self.changed = asyncio.Event()
@@ -191,12 +193,13 @@ class Core:
             self.spawn(self._started_then_run(batch))
         else:
             for job in batch:
-                self.spawn(self._run_async(job))
+                self._coroutines[job] = self.spawn(self._run_async(job))
 
     async def _started_then_run(self, batch: list[Job]) -> None:
         await send_batch(task_started, [job.result for job in batch if job.result is not None])
         for job in batch:
-            self.spawn(self._run_async(job))
+            if not job.over:  # else released meanwhile (the worker stopped past its grace)
+                self._coroutines[job] = self.spawn(self._run_async(job))
 
     async def _run_async(self, job: Job) -> None:
         assert job.task is not None
@@ -208,6 +211,8 @@ class Core:
         finally:
             self._running_async -= 1
             job.ended = time.monotonic()
+        if self._coroutines.pop(job, None) is None:  # cut at the grace: released, not recorded
+            return
         self._ran(job, outcome)
         self._start_async()
 
@@ -346,6 +351,20 @@ class Core:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             logger.error("a worker task failed", exc_info=task.exception())
+
+    def cut_coroutines(self) -> list[Job]:
+        """Past the grace: cancel the coroutine jobs still running. Whatever they
+        do with the cancel, their outcome is not recorded (they are released,
+        see :meth:`~django_emq.worker.supervisor.Worker._wind_down`), and their
+        tasks are no longer waited for (one may swallow the cancel, or never end)."""
+        cut = list(self._coroutines.items())
+        self._coroutines.clear()
+        for job, task in cut:
+            self._tasks.discard(task)
+            task.set_name(f"job {job.job_id} ({job.claim.task_path})")
+            task.cancel()
+            self._stopped_executing(job)
+        return [job for job, _ in cut]
 
     async def settle_tasks(self) -> None:
         """Wait for the failure records and releases under way."""

@@ -13,7 +13,8 @@ import os
 import signal
 import threading
 import time
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, cast
 
 import redis
 from django.conf import settings
@@ -38,6 +39,10 @@ logger = logging.getLogger("django_emq.worker")
 
 #: Seconds between the summary lines.
 SUMMARY_EVERY = 60.0
+#: The most a stopping worker takes past its grace period: to record the outcomes
+#: of the jobs that finished, release those still running, and end (a coroutine
+#: that ignores its cancel is left behind).
+STOP_MARGIN = 5.0
 
 
 class Worker:
@@ -82,7 +87,7 @@ class Worker:
 
     def run(self) -> int:
         """Work until stopped (or, with ``burst``, until nothing is pending or due)."""
-        asyncio.run(self._main())
+        run_bounded(self._main(), STOP_MARGIN)
         return 0
 
     def _stop(self) -> None:
@@ -233,7 +238,9 @@ class Worker:
 
     async def _wind_down(self, core: Core) -> None:
         """Hand back the jobs claimed ahead, give running ones the grace period
-        (the beat goes on extending them), record every outcome, release the rest."""
+        (the beat goes on extending them), then cancel the coroutine jobs still
+        running, record every outcome and release the rest: within
+        :data:`STOP_MARGIN` seconds past the grace, whatever the jobs do."""
         waiting = core.take_back()
         for job in waiting:
             core.executing -= 1
@@ -243,10 +250,18 @@ class Worker:
         deadline = time.monotonic() + self.plan.grace_s
         while core.executing > 0 and time.monotonic() < deadline:
             await core.wait(deadline - time.monotonic())
-        await core.outcomes.flush_all()
-        await core.settle_tasks()
-        left = [job for job in core.held.values() if not job.settled]
-        await asyncio.gather(*(core.release(job) for job in left))
+        core.cut_coroutines()
+        try:
+            async with asyncio.timeout(STOP_MARGIN):
+                await core.outcomes.flush_all()
+                await core.settle_tasks()
+                left = [job for job in core.held.values() if not job.settled]
+                await asyncio.gather(*(core.release(job) for job in left))
+        except TimeoutError:
+            logger.warning(
+                "could not record every outcome and release every job within %.0fs past "
+                "the grace; their leases will expire and be reaped", STOP_MARGIN,
+            )  # fmt: skip
         core.cancel_running()
 
     def _summary(self, core: Core) -> None:
@@ -256,6 +271,35 @@ class Worker:
             ", ".join(f"{k} {core.counts[k]}" for k in ("done", "retry", "dead", "stale")),
             core.executing,
         )
+
+
+def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:
+    """``asyncio.run(main)``, except that the tasks still pending once ``main``
+    returns get ``margin`` seconds to end on their cancel, and are then left
+    behind, named in a warning: ``asyncio.run`` would wait for ever for a
+    coroutine job that swallows ``CancelledError``."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(main)
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                _, stuck = loop.run_until_complete(asyncio.wait(pending, timeout=margin))
+                if stuck:
+                    logger.warning(
+                        "left behind, still running after their cancel: %s",
+                        ", ".join(sorted(t.get_name() for t in stuck)),
+                    )
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            base = cast(asyncio.BaseEventLoop, loop)  # the abstract loop's stub has no timeout
+            loop.run_until_complete(base.shutdown_default_executor(margin))
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
 
 
 def _member(queue: Any, runner: AsyncRunner) -> Shard | Shards:
