@@ -80,6 +80,14 @@ async def awaits_file(context: TaskContext[Any, Any], label: str, path: str) -> 
 
 
 @task(takes_context=True)
+async def blocks_the_loop(context: TaskContext[Any, Any], label: str, seconds: float) -> str:
+    """A coroutine task that wrongly blocks the event loop for ``seconds``."""
+    _record(label, context.attempt)
+    time.sleep(seconds)  # the mistake the watchdog is for
+    return label
+
+
+@task(takes_context=True)
 async def swallows_cancel(context: TaskContext[Any, Any], label: str) -> None:
     """A coroutine task that never returns and swallows every cancel."""
     _record(label, context.attempt)
@@ -88,6 +96,22 @@ async def swallows_cancel(context: TaskContext[Any, Any], label: str) -> None:
             await asyncio.sleep(0.05)
         except asyncio.CancelledError:
             continue
+
+
+@task(takes_context=True)
+async def breaks_its_worker(context: TaskContext[Any, Any], label: str) -> None:
+    """Record this run, break the worker running it (its next beat raises
+    ``SystemExit``: one of the worker's duties fails, and the worker stops),
+    then never return."""
+    from django_emq.worker.beat import Beat
+
+    _record(label, context.attempt)
+
+    async def broken(self: Beat, held: Any) -> None:
+        raise SystemExit("a job broke the worker running it")
+
+    Beat.__call__ = broken  # type: ignore[method-assign]
+    await asyncio.sleep(3600)
 
 
 @task

@@ -87,3 +87,22 @@ def test_coroutine_jobs_past_the_grace_are_cancelled_and_released(
     assert "left behind, still running after their cancel" in log
     assert f"job {stubborn.id} ({chaos_tasks.swallows_cancel.module_path})" in log
     check_invariants(q)
+
+
+def test_a_coroutine_job_blocking_the_loop_cannot_keep_a_stopping_worker(
+    emq: redis.Redis, workers: Workers
+) -> None:
+    """Its loop blocked, the worker cannot wind down: past the grace and
+    ``HARD_MARGIN`` the watchdog releases its jobs and ends the process."""
+    q = backend().queue("default")
+    job = enqueue_for(lane_id("USR", 1), chaos_tasks.blocks_the_loop, "blocker", 3600.0)
+    worker = workers.start("--concurrency", "2", "--grace", "1")
+    wait_for(lambda: "blocker" in read_runs(workers.runs), what="the loop blocked")
+    worker.signal(signal.SIGTERM)
+    worker.process.wait(timeout=60)  # a safety net: the grace is 1 s, the margin 10 s
+    assert worker.process.returncode == 1
+    assert outcomes(q, job.id) == ("pending", [Outcome.RELEASED])
+    log = worker.output()
+    assert "still running past its grace" in log
+    assert f"blocked by job {job.id}" in log
+    check_invariants(q)

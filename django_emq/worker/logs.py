@@ -40,6 +40,7 @@ LEVELS = {
     "stale": logging.WARNING,
     "released": logging.INFO,
     "dropped": logging.WARNING,
+    "expired": logging.WARNING,
 }
 LINE = "lane=%s job=%s task=%s attempt=%d duration=%.3fs outcome=%s"
 ERROR_LINE = "lane=%s job=%s task=%s attempt=%d duration=%.3fs error=%s outcome=%s"

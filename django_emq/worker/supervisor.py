@@ -13,8 +13,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Coroutine
-from typing import Any, cast
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -34,15 +33,13 @@ from .execute import Policy
 from .glitches import Glitches
 from .options import WorkerOptions, plan
 from .shard import Shard, Shards, rotation
+from .stopping import LEFT_BEHIND_AFTER, run_bounded, wind_down
+from .watchdog import HARD_MARGIN, LoopWatch
 
 logger = logging.getLogger("django_emq.worker")
 
 #: Seconds between the summary lines.
 SUMMARY_EVERY = 60.0
-#: The most a stopping worker takes past its grace period: to record the outcomes
-#: of the jobs that finished, release those still running, and end (a coroutine
-#: that ignores its cancel is left behind).
-STOP_MARGIN = 5.0
 
 
 class Worker:
@@ -68,6 +65,7 @@ class Worker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = False
         self._core: Core | None = None
+        self._watch: LoopWatch | None = None
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -87,7 +85,7 @@ class Worker:
 
     def run(self) -> int:
         """Work until stopped (or, with ``burst``, until nothing is pending or due)."""
-        run_bounded(self._main(), STOP_MARGIN)
+        run_bounded(self._main(), LEFT_BEHIND_AFTER)
         return 0
 
     def _stop(self) -> None:
@@ -97,23 +95,31 @@ class Worker:
             core.stopping = True
             core.changed.set()
 
-    def _on_signal(self, signum: int) -> None:
+    def _on_signal(self, signum: int, frame: Any = None) -> None:
+        """The signal handler, run between two bytecodes of the main thread even
+        while a coroutine blocks the loop: the first signal arms the watchdog's
+        deadline and asks the loop to wind down; a second one exits now."""
         self._signals += 1
         if self._signals > 1:
             logger.warning("second signal: exiting now; unfinished leases will be reaped")
             os._exit(1)
+        if self._watch is not None:
+            self._watch.stop_by(time.monotonic() + self.plan.grace_s + HARD_MARGIN)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._signalled, signum)
+
+    def _signalled(self, signum: int) -> None:
         logger.info("signal %s: no new claims; finishing running jobs", signum)
         self._stop()
 
     # -- the run ----------------------------------------------------------------
 
     async def _main(self) -> None:
-        self._loop = loop = asyncio.get_running_loop()
-        installed = []
+        self._loop = asyncio.get_running_loop()
+        installed: dict[signal.Signals, Any] = {}
         if self._signals_wanted and threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(signum, self._on_signal, signum)
-                installed.append(signum)
+                installed[signum] = signal.signal(signum, self._on_signal)
         p = self.plan
         client = async_client(p.enqueue_timeout, p.enqueue_timeout)
         # Parking blocks longer than the other calls' timeout: a client of its own,
@@ -130,8 +136,8 @@ class Worker:
                 await self._work(core, turns, parking)
         finally:
             self.counts = dict(core.counts)
-            for signum in installed:
-                loop.remove_signal_handler(signum)
+            for signum, previous in installed.items():
+                signal.signal(signum, previous)
             for valkey in (client, parking):
                 await valkey.aclose()
         self._summary(core)
@@ -182,6 +188,8 @@ class Worker:
             p.lease_s,
         )  # fmt: skip
         core.threads.start(asyncio.get_running_loop())
+        self._watch = watch = LoopWatch(asyncio.get_running_loop(), core)
+        watch.start()
         if p.burst:
             await beat(core.held.values())
         duties = [
@@ -196,12 +204,14 @@ class Worker:
         finally:
             core.stopping = True
             duties[0].cancel()
-            await self._wind_down(core)
+            await wind_down(core, p.grace_s, crashed=self._crash is not None)
             for task in duties[1:]:
                 task.cancel()
             await asyncio.gather(*duties, return_exceptions=True)
             await beat.forget()
             core.threads.stop()
+            watch.close()
+            self._watch = None
         if self._crash is not None:
             raise self._crash
 
@@ -236,34 +246,6 @@ class Worker:
                 self._summary(core)
             await asyncio.sleep(max(0.0, self.plan.beat_s - (time.monotonic() - started)))
 
-    async def _wind_down(self, core: Core) -> None:
-        """Hand back the jobs claimed ahead, give running ones the grace period
-        (the beat goes on extending them), then cancel the coroutine jobs still
-        running, record every outcome and release the rest: within
-        :data:`STOP_MARGIN` seconds past the grace, whatever the jobs do."""
-        waiting = core.take_back()
-        for job in waiting:
-            core.executing -= 1
-            if job.claim.expiries:
-                core.suspects -= 1
-        await asyncio.gather(*(core.release(job) for job in waiting))
-        deadline = time.monotonic() + self.plan.grace_s
-        while core.executing > 0 and time.monotonic() < deadline:
-            await core.wait(deadline - time.monotonic())
-        core.cut_coroutines()
-        try:
-            async with asyncio.timeout(STOP_MARGIN):
-                await core.outcomes.flush_all()
-                await core.settle_tasks()
-                left = [job for job in core.held.values() if not job.settled]
-                await asyncio.gather(*(core.release(job) for job in left))
-        except TimeoutError:
-            logger.warning(
-                "could not record every outcome and release every job within %.0fs past "
-                "the grace; their leases will expire and be reaped", STOP_MARGIN,
-            )  # fmt: skip
-        core.cancel_running()
-
     def _summary(self, core: Core) -> None:
         logger.info(
             "worker %s: %s, running %d",
@@ -271,35 +253,6 @@ class Worker:
             ", ".join(f"{k} {core.counts[k]}" for k in ("done", "retry", "dead", "stale")),
             core.executing,
         )
-
-
-def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:
-    """``asyncio.run(main)``, except that the tasks still pending once ``main``
-    returns get ``margin`` seconds to end on their cancel, and are then left
-    behind, named in a warning: ``asyncio.run`` would wait for ever for a
-    coroutine job that swallows ``CancelledError``."""
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
-        loop.run_until_complete(main)
-    finally:
-        try:
-            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                _, stuck = loop.run_until_complete(asyncio.wait(pending, timeout=margin))
-                if stuck:
-                    logger.warning(
-                        "left behind, still running after their cancel: %s",
-                        ", ".join(sorted(t.get_name() for t in stuck)),
-                    )
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            base = cast(asyncio.BaseEventLoop, loop)  # the abstract loop's stub has no timeout
-            loop.run_until_complete(base.shutdown_default_executor(margin))
-        finally:
-            asyncio.set_event_loop(None)
-            loop.close()
 
 
 def _member(queue: Any, runner: AsyncRunner) -> Shard | Shards:
