@@ -180,6 +180,7 @@ class Worker:
                 "failed": core.counts["retry"] + core.counts["dead"],
                 "started_ms": started_ms,
             },
+            claiming=lambda: not claimer.failing,
         )  # fmt: skip
         claimer = Claimer(core, turns, parking)
         logger.info(
