@@ -19,10 +19,13 @@ ever.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import Coroutine
 from typing import Any, cast
+
+from asgiref.sync import ThreadSensitiveContext
 
 from ..engine import ops
 from ..exceptions import JobError
@@ -95,11 +98,14 @@ def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:
     """``asyncio.run(main)``, except that the tasks still pending once ``main``
     returns get ``margin`` seconds to end on their cancel, and are then left
     behind, named in a warning: ``asyncio.run`` would wait for ever for a
-    coroutine job that swallows ``CancelledError``."""
+    coroutine job that swallows ``CancelledError``.
+
+    ``main`` runs in a context of its own (see :func:`apart`), whoever started
+    the worker."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(main)
+        loop.run_until_complete(loop.create_task(apart(main), context=contextvars.Context()))
     finally:
         try:
             pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
@@ -118,3 +124,14 @@ def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:
         finally:
             asyncio.set_event_loop(None)
             loop.close()
+
+
+async def apart(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` with a thread for sync code of its own: ``sync_to_async``
+    (the task signals' receivers) must not use an executor of whoever started
+    the worker. A worker started from async code (``await
+    sync_to_async(call_command)("run_emq_worker")``) inherits its caller's
+    context, whose thread waits for the worker to end: handing work to it
+    deadlocks. Called in a fresh context, so nothing of the caller's is seen."""
+    async with ThreadSensitiveContext():
+        await main
