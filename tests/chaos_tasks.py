@@ -10,6 +10,7 @@ atomic, so threads and processes never interleave inside a line.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -65,6 +66,52 @@ def kills_its_worker(context: TaskContext[Any, Any], label: str) -> None:
     a segfaulting extension, an out-of-memory kill)."""
     _record(label, context.attempt)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@task(takes_context=True)
+async def awaits_file(context: TaskContext[Any, Any], label: str, path: str) -> str:
+    """A coroutine task: record this run, wait (on the loop) until ``path``
+    exists, then record ``<label>-end``."""
+    _record(label, context.attempt)
+    while not os.path.exists(path):
+        await asyncio.sleep(0.02)
+    _record(f"{label}-end", context.attempt)
+    return label
+
+
+@task(takes_context=True)
+async def blocks_the_loop(context: TaskContext[Any, Any], label: str, seconds: float) -> str:
+    """A coroutine task that wrongly blocks the event loop for ``seconds``."""
+    _record(label, context.attempt)
+    time.sleep(seconds)  # the mistake the watchdog is for
+    return label
+
+
+@task(takes_context=True)
+async def swallows_cancel(context: TaskContext[Any, Any], label: str) -> None:
+    """A coroutine task that never returns and swallows every cancel."""
+    _record(label, context.attempt)
+    while True:
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            continue
+
+
+@task(takes_context=True)
+async def breaks_its_worker(context: TaskContext[Any, Any], label: str) -> None:
+    """Record this run, break the worker running it (its next beat raises
+    ``SystemExit``: one of the worker's duties fails, and the worker stops),
+    then never return."""
+    from django_emq.worker.beat import Beat
+
+    _record(label, context.attempt)
+
+    async def broken(self: Beat, held: Any) -> None:
+        raise SystemExit("a job broke the worker running it")
+
+    Beat.__call__ = broken  # type: ignore[method-assign]
+    await asyncio.sleep(3600)
 
 
 @task

@@ -1,5 +1,6 @@
 """Task modules that fail at import, met by a real worker process: whatever the
-import raises (an exception, a syntax error, ``sys.exit()``), the job is
+import raises (an exception, a syntax error, ``sys.exit()``, even
+``KeyboardInterrupt``), the job is
 retried like a failure and dead after MAX_ATTEMPTS, with the cause in its
 error and a traceback in the log; the jobs claimed with it are not charged,
 and the worker goes on serving the other tasks. A periodic schedule naming
@@ -31,6 +32,7 @@ HOSTILE = {
     "tests.hostile_config.job": "django.core.exceptions.ImproperlyConfigured",
     "tests.hostile_env.call_api": "builtins.KeyError",
     "tests.hostile_exits.job": "builtins.SystemExit",
+    "tests.hostile_interrupts.job": "builtins.KeyboardInterrupt",
     "hostile_syntax.job": "builtins.SyntaxError",  # written by the fixture (no lint can read it)
 }
 

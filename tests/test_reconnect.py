@@ -100,7 +100,7 @@ def test_worker_rides_out_a_server_restart_mid_work(
     wait_for(lambda: stat(server, queue, "completed") == JOBS, what="every job done")
 
     assert worker.alive()
-    assert "Valkey unreachable" in worker.output()
+    assert "could not reach Valkey" in worker.output()
     assert_each_ran_once(queue, workers, labels)
 
 
@@ -141,7 +141,10 @@ def test_parked_worker_does_not_hang_on_a_server_that_stopped_answering(
         worker = workers.start("--concurrency", "2", "--lease", "10")
         wait_for(lambda: parked(server), what="the worker parked on its wake list")
         server.freeze()
-        wait_for(lambda: "lost Valkey while parked" in worker.output(), what="the park timed out")
+        wait_for(
+            lambda: "while parked: could not reach Valkey" in worker.output(),
+            what="the park timed out",
+        )
         assert worker.alive()
         server.thaw()
         labels = enqueue(queue, 0.0)
@@ -218,3 +221,26 @@ def test_the_flusher_sends_waiting_outcomes_with_one_try_and_keeps_them_while_do
     row = engine.job(enqueued.job_id)
     assert row is not None
     assert row["state"] == "done"
+
+
+def test_the_health_file_turns_stale_while_the_worker_cannot_reach_the_server(
+    server: RestartableServer, workers: Workers, tmp_path: Path
+) -> None:
+    """Touched every beat while the worker works; not once during an outage
+    (counted in the beats that warned of it), and again once it is over."""
+    health = tmp_path / "alive"
+    worker = workers.start("--concurrency", "1", "--lease", "3", "--health-file", str(health))
+    wait_for(health.exists, what="the health file touched")
+    server.kill()
+
+    def warned() -> int:
+        return worker.output().count("beat: ")
+
+    wait_for(lambda: warned() >= 1, what="a beat that missed the server")
+    touched = health.stat().st_mtime_ns
+    seen = warned()
+    wait_for(lambda: warned() >= seen + 3, what="three more beats during the outage")
+    assert health.stat().st_mtime_ns == touched
+    assert worker.alive()
+    server.start()
+    wait_for(lambda: health.stat().st_mtime_ns > touched, what="the health file touched again")

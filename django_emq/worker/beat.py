@@ -1,7 +1,8 @@
 """The worker's periodic duties, once a beat: extend the leases it holds (every
 one of them in one pipelined round trip per server), reap expired leases of
 dead workers, promote due scheduled jobs, report in (heartbeat), prune the
-heartbeats of workers that stopped beating, touch the health file."""
+heartbeats of workers that stopped beating, touch the health file (only while
+every call of the beat, and the worker's last claim, reached the server)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ class Beat:
         ticker: Callable[[], object] | None = None,
         about: Callable[[], Mapping[str, Any]] | None = None,
         stop: Callable[[], None] | None = None,
+        claiming: Callable[[], bool] = lambda: True,
     ) -> None:
         self.shards = shards
         #: What the heartbeat says of the worker besides its counts (queues,
@@ -58,6 +60,8 @@ class Beat:
         self._counts = counts  # (done, running)
         #: Enqueues the periodic schedules' due ticks (a blocking call, run in a thread).
         self._ticker = ticker
+        #: Whether the worker can claim now (its last claim or park reached the server).
+        self._claiming = claiming
         self._offset_ms = 0  # server clock minus ours, from the last beat
         self._host = socket.gethostname()
         #: Called once when an operator asked this worker to stop after its
@@ -91,7 +95,9 @@ class Beat:
                 logger.exception("beat: the schedules' tick failed; tried again next beat")
         if missed:  # never fatal: tried again at the next beat
             logger.warning("beat: %s; will retry", missed[0])
-        if self.health_file is not None:
+        # The health file says the worker works: not while the server is away or
+        # refuses it, so a liveness probe sees a worker that cannot claim as stale.
+        if self.health_file is not None and not missed and self._claiming():
             self.health_file.touch()
 
     def _by_runner(self) -> list[tuple[AsyncRunner, list[Shard]]]:

@@ -14,6 +14,7 @@ from functools import partial
 
 import redis
 
+from ..engine.exceptions import unreachable
 from ..engine.records import Claim
 from ..engine.rotation import Rotation
 from ..engine.runner import AsyncRunner
@@ -41,6 +42,9 @@ class Claimer:
         self._outage = 0
         #: A burst run found nothing pending or due, with nothing held.
         self.drained = False
+        #: The last claim (or park) failed: the server is away or refuses the
+        #: worker. The health file is not touched meanwhile (see :class:`.beat.Beat`).
+        self.failing = False
 
     async def run(self) -> None:
         core = self.core
@@ -70,6 +74,7 @@ class Claimer:
             await self.lost_server(exc)
             return None
         self._outage = 0
+        self.failing = False
         if found is None:
             return False
         core.register(*found)
@@ -98,19 +103,21 @@ class Claimer:
         try:
             await self._parking.park(self._wake, self.plan.beat_s)
         except UNAVAILABLE as exc:
-            logger.warning("lost Valkey while parked (%s); retrying", exc)
+            self.failing = True
+            logger.warning("while parked: %s; retrying", unreachable(exc))
             await asyncio.sleep(min(self.plan.beat_s, 1.0))
 
     async def lost_server(self, exc: Exception) -> None:
         """Back off (exponentially, with jitter, never longer than a beat) before
         the next try."""
         self._outage += 1
+        self.failing = True
         cap = min(5.0, self.plan.beat_s)
         delay = random.uniform(0, min(cap, 0.1 * 2 ** max(0, self._outage - 1))) + 0.05
         if isinstance(exc, redis.ResponseError):
             logger.error("the server refused a claim (%s); retrying in %.2fs", exc, delay)
         else:
-            logger.warning("Valkey unreachable (%s); retrying in %.2fs", exc, delay)
+            logger.warning("%s; retrying in %.2fs", unreachable(exc), delay)
         await asyncio.sleep(delay)
 
 

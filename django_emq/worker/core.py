@@ -23,15 +23,15 @@ import logging
 import time
 from collections import Counter, deque
 from collections.abc import Coroutine
-from datetime import UTC, datetime
 from typing import Any
 
-from django.tasks import TaskResult, TaskResultStatus
+from django.tasks import TaskResultStatus
 from django.tasks.signals import task_finished, task_started
 
 from ..engine.queue import Claim
 from ..exceptions import JobError
 from . import logs
+from .announce import finished_results
 from .execute import (
     Done,
     Failed,
@@ -44,7 +44,7 @@ from .execute import (
     result_of,
     run_jobs,
 )
-from .jobs import Job
+from .jobs import Coroutines, Job
 from .logs import Lines, job_line
 from .options import Plan
 from .outcomes import CALL_ERRORS, Outcomes, Success
@@ -78,6 +78,7 @@ class Core:
         self.ahead = Window(plan.concurrency, plan.prefetch)
         self._running_async = 0
         self._waiting_async: deque[Job] = deque()
+        self.coroutines = Coroutines()
         self.stopping = False
         #: Something changed: a job ended, slots freed, the worker was told to stop.
         self.changed = asyncio.Event()
@@ -126,7 +127,7 @@ class Core:
                 self.suspects += 1
             try:
                 self._dispatch(job, sync)
-            except Exception as exc:  # a bug around loading it: this job fails, not the claim
+            except BaseException as exc:  # a bug around loading it: this job fails, not the claim
                 self._ran(job, failed(exc, job.claim.token, self.policy))
         if self._waiting_async:
             self._start_async()
@@ -134,26 +135,32 @@ class Core:
             self.threads.submit(sync)
 
     def _dispatch(self, job: Job, sync: list[Job]) -> None:
+        if job.claim.expiries:  # it may kill this worker, even by its import: not yet
+            self.spawn(self._start_suspect(job))
+            return
         loaded = load_task(job.claim, self.policy)
         if isinstance(loaded, Failed):  # it can never run here: recorded at once
             self._ran(job, loaded)
             return
         job.task = loaded
-        if job.claim.expiries:  # it may kill this worker: nothing else in flight then
-            self.spawn(self._start_suspect(job))
-        elif is_async(loaded):
+        if is_async(loaded):
             self._waiting_async.append(job)
         else:
             sync.append(job)
 
     async def _start_suspect(self, job: Job) -> None:
-        """A job whose lease expired before (it may kill its worker) starts once every
+        """A job whose lease expired before (it may kill its worker, by its run or
+        by its module's import: ``os._exit()``) is imported and started once every
         success waiting is recorded, so none dies with it (no claims while it is held)."""
         while len(self.outcomes) or self.outcomes.sending:
             await self.outcomes.flush_all()
             if self.outcomes.sending:  # a claim is carrying some: wait for its answer
                 await self.wait(0.05)
-        assert job.task is not None
+        loaded = load_task(job.claim, self.policy)
+        if isinstance(loaded, Failed):
+            self._ran(job, loaded)
+            return
+        job.task = loaded
         if is_async(job.task):
             self._waiting_async.append(job)
             self._start_async()
@@ -191,12 +198,13 @@ class Core:
             self.spawn(self._started_then_run(batch))
         else:
             for job in batch:
-                self.spawn(self._run_async(job))
+                self.coroutines[job] = self.spawn(self._run_async(job))
 
     async def _started_then_run(self, batch: list[Job]) -> None:
         await send_batch(task_started, [job.result for job in batch if job.result is not None])
         for job in batch:
-            self.spawn(self._run_async(job))
+            if not job.over:  # else released meanwhile (the worker stopped past its grace)
+                self.coroutines[job] = self.spawn(self._run_async(job))
 
     async def _run_async(self, job: Job) -> None:
         assert job.task is not None
@@ -208,6 +216,8 @@ class Core:
         finally:
             self._running_async -= 1
             job.ended = time.monotonic()
+        if self.coroutines.pop(job, None) is None:  # cut at the grace: released, not recorded
+            return
         self._ran(job, outcome)
         self._start_async()
 
@@ -323,22 +333,7 @@ class Core:
         """``task_finished`` for each recorded job, when anything listens: sync
         tasks' from a worker thread (after the jobs handed to it before), coroutine
         tasks' in one hand-off (see :mod:`.signals`)."""
-        if not items:
-            return
-        failures = any(status == TaskResultStatus.FAILED for _, status, _ in items)
-        if not listening(task_finished, logging.ERROR if failures else logging.INFO):
-            return
-        sync: list[TaskResult[Any, Any]] = []
-        coros: list[TaskResult[Any, Any]] = []
-        for job, status, value in items:
-            if job.result is None:
-                try:
-                    job.result = result_of(job, self.policy)
-                except Exception:
-                    logger.exception("job %s: could not build its TaskResult", job.job_id)
-                    continue
-            result = finished_result(job.result, status, value)
-            (coros if job.task is not None and is_async(job.task) else sync).append(result)
+        sync, coros = finished_results(items, self.policy)
         if sync:
             self.threads.call(functools.partial(send_all, task_finished, sync))
         if coros:
@@ -355,21 +350,18 @@ class Core:
         if not task.cancelled() and task.exception() is not None:
             logger.error("a worker task failed", exc_info=task.exception())
 
+    def cut_coroutines(self) -> list[Job]:
+        """Past the grace: cancel the coroutine jobs still running. Whatever they
+        do with the cancel, their outcome is not recorded (they are released,
+        see :func:`.stopping.wind_down`), and their tasks are no longer waited
+        for (one may swallow the cancel, or never end)."""
+        cut = self.coroutines.cut()
+        for job, task in cut:
+            self._tasks.discard(task)
+            self._stopped_executing(job)
+        return [job for job, _ in cut]
+
     async def settle_tasks(self) -> None:
         """Wait for the failure records and releases under way."""
         while self._tasks:
             await asyncio.wait(list(self._tasks))
-
-    def cancel_running(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-
-
-def finished_result(
-    result: TaskResult[Any, Any], status: TaskResultStatus, value: Any
-) -> TaskResult[Any, Any]:
-    object.__setattr__(result, "status", status)
-    object.__setattr__(result, "finished_at", datetime.now(UTC))
-    if status == TaskResultStatus.SUCCESSFUL:
-        object.__setattr__(result, "_return_value", value)
-    return result

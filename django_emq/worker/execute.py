@@ -89,15 +89,15 @@ def load_task(claim: Claim, policy: Policy) -> Task[Any, Any] | Failed:
     a task is dead now; a path that does not import is retried like a failure,
     whatever importing it raised (an ImportError: during a rolling deploy an old
     worker may meet a task only the new code has; anything else, a SyntaxError,
-    ``ImproperlyConfigured``, a missing environment variable, even ``sys.exit()``:
-    the next attempt may run where it imports), and dead after ``MAX_ATTEMPTS``.
-    The worker goes on with its other jobs either way."""
+    ``ImproperlyConfigured``, a missing environment variable, even ``sys.exit()``
+    or ``KeyboardInterrupt``: the next attempt may run where it imports), and
+    dead after ``MAX_ATTEMPTS``. The worker goes on with its other jobs either way."""
     if claim.defect is not None:
         return Failed(task_error(CorruptJob(claim.job_id, claim.defect), claim.defect), None,
                       claim.defect)  # fmt: skip
     try:
         task = _import(claim.task_path)
-    except (Exception, SystemExit) as exc:  # whatever the module's import raised
+    except BaseException as exc:  # whatever the module's import raised: never the worker's
         return _unloadable(claim, exc, policy)
     if not isinstance(task, Task):
         bad = TypeError(f"{claim.task_path} is not a django.tasks Task")

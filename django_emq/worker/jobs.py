@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -67,3 +68,27 @@ class Job:
         if not self.started:
             return 0.0
         return max(0.0, (self.ended or time.monotonic()) - self.started)
+
+
+class Coroutines(dict["Job", "asyncio.Task[Any]"]):
+    """The coroutine jobs running, with the asyncio task running each."""
+
+    def job_of(self, task: asyncio.Task[Any]) -> Job | None:
+        """The job ``task`` runs, if any: the job's own task, or the one it awaits
+        (a task that takes its context runs in a task of its own, see
+        ``execute._cancellable``). Safe from another thread: the watchdog asks
+        while the loop is blocked."""
+        for job, running in list(self.items()):
+            if running is task or getattr(running, "_fut_waiter", None) is task:
+                return job
+        return None
+
+    def cut(self) -> list[tuple[Job, asyncio.Task[Any]]]:
+        """Every one, cancelled and forgotten; each task named for its job (a
+        warning may name it, if it ignores the cancel)."""
+        cut = list(self.items())
+        self.clear()
+        for job, task in cut:
+            task.set_name(f"job {job.job_id} ({job.claim.task_path})")
+            task.cancel()
+        return cut

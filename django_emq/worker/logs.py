@@ -44,6 +44,7 @@ LEVELS = {
     "stale": logging.WARNING,
     "released": logging.INFO,
     "dropped": logging.WARNING,
+    "expired": logging.WARNING,
 }
 LINE = "lane=%s job=%s task=%s attempt=%d duration=%.3fs outcome=%s"
 #: The format of the worker's own handler (``run_emq_worker``'s, see :class:`LineHandler`).

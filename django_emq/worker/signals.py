@@ -65,5 +65,10 @@ def send_all(signal: Signal, results: list[TaskResult[Any, Any]]) -> None:
 
 
 async def send_batch(signal: Signal, results: list[TaskResult[Any, Any]]) -> None:
-    """:func:`send_all` off the event loop, one hand-off for the whole batch."""
-    await sync_to_async(send_all, thread_sensitive=True)(signal, results)
+    """:func:`send_all` off the event loop, one hand-off for the whole batch (on
+    the worker's own thread for sync code, see :func:`.stopping.apart`). A
+    hand-off that fails is logged: the jobs go on (they run, or are recorded)."""
+    try:
+        await sync_to_async(send_all, thread_sensitive=True)(signal, results)
+    except Exception:
+        logger.exception("could not send a task signal for %d job(s)", len(results))

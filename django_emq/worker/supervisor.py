@@ -35,6 +35,8 @@ from .glitches import Glitches
 from .options import WorkerOptions, plan
 from .recorder import Recorder
 from .shard import Shard, Shards, rotation
+from .stopping import LEFT_BEHIND_AFTER, run_bounded, wind_down
+from .watchdog import HARD_MARGIN, LoopWatch
 
 logger = logging.getLogger("django_emq.worker")
 
@@ -65,6 +67,7 @@ class Worker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = False
         self._core: Core | None = None
+        self._watch: LoopWatch | None = None
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -84,7 +87,7 @@ class Worker:
 
     def run(self) -> int:
         """Work until stopped (or, with ``burst``, until nothing is pending or due)."""
-        asyncio.run(self._main())
+        run_bounded(self._main(), LEFT_BEHIND_AFTER)
         return 0
 
     def _stop(self) -> None:
@@ -94,23 +97,31 @@ class Worker:
             core.stopping = True
             core.changed.set()
 
-    def _on_signal(self, signum: int) -> None:
+    def _on_signal(self, signum: int, frame: Any = None) -> None:
+        """The signal handler, run between two bytecodes of the main thread even
+        while a coroutine blocks the loop: the first signal arms the watchdog's
+        deadline and asks the loop to wind down; a second one exits now."""
         self._signals += 1
         if self._signals > 1:
             logger.warning("second signal: exiting now; unfinished leases will be reaped")
             os._exit(1)
+        if self._watch is not None:
+            self._watch.stop_by(time.monotonic() + self.plan.grace_s + HARD_MARGIN)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._signalled, signum)
+
+    def _signalled(self, signum: int) -> None:
         logger.info("signal %s: no new claims; finishing running jobs", signum)
         self._stop()
 
     # -- the run ----------------------------------------------------------------
 
     async def _main(self) -> None:
-        self._loop = loop = asyncio.get_running_loop()
-        installed = []
+        self._loop = asyncio.get_running_loop()
+        installed: dict[signal.Signals, Any] = {}
         if self._signals_wanted and threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(signum, self._on_signal, signum)
-                installed.append(signum)
+                installed[signum] = signal.signal(signum, self._on_signal)
         p = self.plan
         client = async_client(p.enqueue_timeout, p.enqueue_timeout)
         # Parking blocks longer than the other calls' timeout: a client of its own,
@@ -127,8 +138,8 @@ class Worker:
                 await self._work(core, turns, parking)
         finally:
             self.counts = dict(core.counts)
-            for signum in installed:
-                loop.remove_signal_handler(signum)
+            for signum, previous in installed.items():
+                signal.signal(signum, previous)
             for valkey in (client, parking):
                 await valkey.aclose()
         self._summary(core)
@@ -172,6 +183,7 @@ class Worker:
                 "started_ms": started_ms,
             },
             stop=self._stop,
+            claiming=lambda: not claimer.failing,
         )  # fmt: skip
         claimer = Claimer(core, turns, parking)
         recorder = Recorder(shards)
@@ -181,6 +193,8 @@ class Worker:
             p.lease_s,
         )  # fmt: skip
         core.threads.start(asyncio.get_running_loop())
+        self._watch = watch = LoopWatch(asyncio.get_running_loop(), core)
+        watch.start()
         if p.burst:
             await beat(core.held.values())
         duties = [
@@ -196,13 +210,15 @@ class Worker:
         finally:
             core.stopping = True
             duties[0].cancel()
-            await self._wind_down(core)
+            await wind_down(core, p.grace_s, crashed=self._crash is not None)
             for task in duties[1:]:
                 task.cancel()
             await asyncio.gather(*duties, return_exceptions=True)
             await recorder.record()  # the history of the last jobs
             await beat.forget()
             core.threads.stop()
+            watch.close()
+            self._watch = None
         if self._crash is not None:
             raise self._crash
 
@@ -236,24 +252,6 @@ class Worker:
                 last_summary = time.monotonic()
                 self._summary(core)
             await asyncio.sleep(max(0.0, self.plan.beat_s - (time.monotonic() - started)))
-
-    async def _wind_down(self, core: Core) -> None:
-        """Hand back the jobs claimed ahead, give running ones the grace period
-        (the beat goes on extending them), record every outcome, release the rest."""
-        waiting = core.take_back()
-        for job in waiting:
-            core.executing -= 1
-            if job.claim.expiries:
-                core.suspects -= 1
-        await asyncio.gather(*(core.release(job) for job in waiting))
-        deadline = time.monotonic() + self.plan.grace_s
-        while core.executing > 0 and time.monotonic() < deadline:
-            await core.wait(deadline - time.monotonic())
-        await core.outcomes.flush_all()
-        await core.settle_tasks()
-        left = [job for job in core.held.values() if not job.settled]
-        await asyncio.gather(*(core.release(job) for job in left))
-        core.cancel_running()
 
     def _summary(self, core: Core) -> None:
         logger.info(

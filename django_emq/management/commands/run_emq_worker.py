@@ -22,6 +22,7 @@ from django.utils import autoreload
 
 from django_emq.backend import FairLanesBackend
 from django_emq.conf_table import FLAGGED, Setting
+from django_emq.engine.exceptions import unreachable
 from django_emq.engine.records import WORKER_ID_RE
 from django_emq.exceptions import ConfigurationError
 from django_emq.worker import Worker, WorkerOptions
@@ -186,7 +187,7 @@ class Command(BaseCommand):
                 except (ValueError, ConfigurationError) as exc:
                     raise CommandError(str(exc)) from None
                 except redis.ConnectionError as exc:  # a cluster client connects at once
-                    logger.warning("Valkey unreachable (%s); retrying in %gs", exc, START_RETRY)
+                    logger.warning("%s; retrying in %gs", unreachable(exc), START_RETRY)
                     time.sleep(START_RETRY)
             worker.install_signal_handlers()
             try:

@@ -1,0 +1,137 @@
+"""How a worker stops: within its grace period plus :data:`STOP_MARGIN`,
+whatever its jobs do.
+
+:func:`wind_down` hands back the jobs claimed ahead, gives the running ones
+the grace period, then cancels the coroutine jobs still running, records
+every outcome and releases the rest. :func:`run_bounded` runs the worker's
+event loop, cancels what still runs on it at the end (a record or release
+past the margin), and closes it without waiting for ever on a coroutine
+that ignores its cancel.
+
+A worker that stops because one of its own duties failed (a bug, or a job
+that broke the worker) gives no grace (its beat may be the duty that failed)
+and releases nothing that was running: it expires those leases at once, so
+each such stop counts against ``MAX_EXPIRIES`` as a worker's death does, and
+a job that keeps breaking its workers ends dead instead of coming back for
+ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from collections.abc import Coroutine
+from typing import Any, cast
+
+from asgiref.sync import ThreadSensitiveContext
+
+from ..engine import ops
+from ..exceptions import JobError
+from .core import Core
+from .jobs import Job
+from .outcomes import CALL_ERRORS
+
+logger = logging.getLogger("django_emq.worker")
+
+#: The most a stopping worker takes past its grace period: to record the outcomes
+#: of the jobs that finished, release those still running, and end (a coroutine
+#: that ignores its cancel is left behind).
+STOP_MARGIN = 5.0
+#: How long the tasks still on the loop once the worker is done (a coroutine job
+#: that ignored its cancel, cut a margin ago) get before they are left behind.
+LEFT_BEHIND_AFTER = 1.0
+
+
+async def wind_down(core: Core, grace_s: float, *, crashed: bool = False) -> None:
+    """Hand back the jobs claimed ahead, give running ones ``grace_s`` (the beat
+    goes on extending them), then cancel the coroutine jobs still running, record
+    every outcome and release the rest, all within :data:`STOP_MARGIN` seconds
+    past the grace. ``crashed`` (a duty failed: perhaps the beat, perhaps broken
+    by a running job): no grace, and the jobs still running are expired, not
+    released."""
+    if crashed:
+        grace_s = 0.0
+    waiting = core.take_back()
+    for job in waiting:
+        core.executing -= 1
+        if job.claim.expiries:
+            core.suspects -= 1
+    await asyncio.gather(*(core.release(job) for job in waiting))
+    deadline = time.monotonic() + grace_s
+    while core.executing > 0 and time.monotonic() < deadline:
+        await core.wait(deadline - time.monotonic())
+    core.cut_coroutines()
+    try:
+        async with asyncio.timeout(STOP_MARGIN):
+            await core.outcomes.flush_all()
+            await core.settle_tasks()
+            left = [job for job in core.held.values() if not job.settled]
+            charged = [job for job in left if crashed and job.started]
+            await asyncio.gather(
+                *(core.release(job) for job in left if job not in charged),
+                *(expire(core, job) for job in charged),
+            )
+    except TimeoutError:
+        logger.warning(
+            "could not record every outcome and release every job within %.0fs past "
+            "the grace; their leases will expire and be reaped", STOP_MARGIN,
+        )  # fmt: skip
+
+
+async def expire(core: Core, job: Job) -> None:
+    """End ``job``'s lease now and reap it (counted on its row, as when its
+    worker dies): it was running when its worker failed, and may be the cause."""
+    try:
+        await job.shard.runner.run(ops.extend(job.shard.queue, job.job_id, job.claim.token, 0))
+        await job.shard.reap()
+    except JobError:  # the lease moved on, or the row is gone: nothing to hand back
+        pass
+    except CALL_ERRORS as exc:
+        logger.warning("job %s: could not expire (%s); its lease will run out", job.job_id, exc)
+    job.settled = True
+    core.ended(job, "expired", "it was running when its worker failed; counted as an expiry")
+
+
+def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:
+    """``asyncio.run(main)``, except that the tasks still pending once ``main``
+    returns get ``margin`` seconds to end on their cancel, and are then left
+    behind, named in a warning: ``asyncio.run`` would wait for ever for a
+    coroutine job that swallows ``CancelledError``.
+
+    ``main`` runs in a context of its own (see :func:`apart`), whoever started
+    the worker."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(loop.create_task(apart(main), context=contextvars.Context()))
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                _, stuck = loop.run_until_complete(asyncio.wait(pending, timeout=margin))
+                if stuck:
+                    logger.warning(
+                        "left behind, still running after their cancel: %s",
+                        ", ".join(sorted(t.get_name() for t in stuck)),
+                    )
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            base = cast(asyncio.BaseEventLoop, loop)  # the abstract loop's stub has no timeout
+            loop.run_until_complete(base.shutdown_default_executor(margin))
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+async def apart(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` with a thread for sync code of its own: ``sync_to_async``
+    (the task signals' receivers) must not use an executor of whoever started
+    the worker. A worker started from async code (``await
+    sync_to_async(call_command)("run_emq_worker")``) inherits its caller's
+    context, whose thread waits for the worker to end: handing work to it
+    deadlocks. Called in a fresh context, so nothing of the caller's is seen."""
+    async with ThreadSensitiveContext():
+        await main

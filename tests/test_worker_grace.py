@@ -1,0 +1,108 @@
+"""SIGTERM and coroutine tasks, with real worker processes: the grace period
+holds for coroutine jobs as it does for sync ones. A coroutine job that
+finishes within the grace is recorded (never released, never run again); one
+still running at its end is cancelled and released to the head of its lane,
+its outcome never recorded; and no coroutine, not one that never returns nor
+one that swallows its cancel, keeps the worker alive past the grace and
+``STOP_MARGIN``."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from django_emq import enqueue_for, lane_id
+from django_emq.engine.queue import Queue
+from django_emq.engine.rows import Outcome, attempt_history
+from tests import chaos_tasks
+from tests.chaos_tasks import read_runs
+from tests.faults import Workers
+from tests.helpers import wait_for
+from tests.invariants import check_invariants
+from tests.test_worker import backend
+
+
+@pytest.fixture
+def workers(emq: redis.Redis, settings: Any, tmp_path: Path) -> Iterator[Workers]:
+    w = Workers(settings.EMQ["URL"], tmp_path)
+    yield w
+    w.close()
+
+
+def outcomes(q: Queue, job_id: str) -> tuple[str, list[str]]:
+    row = q.job(job_id)
+    assert row is not None
+    return row["state"], [a.outcome for a in attempt_history(row).kept]
+
+
+def test_a_coroutine_job_that_finishes_within_the_grace_is_recorded(
+    emq: redis.Redis, workers: Workers, tmp_path: Path
+) -> None:
+    q = backend().queue("default")
+    go = tmp_path / "go"
+    job = enqueue_for(lane_id("USR", 1), chaos_tasks.awaits_file, "within", str(go))
+    worker = workers.start("--concurrency", "2", "--grace", "60")
+    wait_for(lambda: "within" in read_runs(workers.runs), what="the coroutine job running")
+    worker.signal(signal.SIGTERM)
+    wait_for(lambda: "no new claims" in worker.output(), what="the worker told to stop")
+    go.touch()
+    worker.process.wait(timeout=60)
+    assert worker.process.returncode == 0
+    assert outcomes(q, job.id) == ("done", [Outcome.DONE])
+    runs = read_runs(workers.runs)
+    assert [len(runs[label]) for label in ("within", "within-end")] == [1, 1]
+    check_invariants(q)
+
+
+def test_coroutine_jobs_past_the_grace_are_cancelled_and_released(
+    emq: redis.Redis, workers: Workers, tmp_path: Path
+) -> None:
+    """One would finish later (it waits for a file created only after the
+    worker is gone), one swallows every cancel: both are released when the
+    grace ends, neither finishes, and the worker ends."""
+    q = backend().queue("default")
+    never = str(tmp_path / "never")
+    late = enqueue_for(lane_id("USR", 1), chaos_tasks.awaits_file, "late", never)
+    stubborn = enqueue_for(lane_id("USR", 2), chaos_tasks.swallows_cancel, "stubborn")
+    worker = workers.start("--concurrency", "2", "--grace", "1")
+    wait_for(
+        lambda: {"late", "stubborn"} <= set(read_runs(workers.runs)),
+        what="both coroutine jobs running",
+    )
+    worker.signal(signal.SIGTERM)
+    worker.process.wait(timeout=60)  # a safety net: the grace is 1 s, the margin 5 s
+    assert worker.process.returncode == 0
+    Path(never).touch()
+    for job in (late, stubborn):
+        assert outcomes(q, job.id) == ("pending", [Outcome.RELEASED])
+    assert "late-end" not in read_runs(workers.runs)
+    log = worker.output()
+    assert f"job={late.id}" in log
+    assert f"job={stubborn.id}" in log
+    assert "left behind, still running after their cancel" in log
+    assert f"job {stubborn.id} ({chaos_tasks.swallows_cancel.module_path})" in log
+    check_invariants(q)
+
+
+def test_a_coroutine_job_blocking_the_loop_cannot_keep_a_stopping_worker(
+    emq: redis.Redis, workers: Workers
+) -> None:
+    """Its loop blocked, the worker cannot wind down: past the grace and
+    ``HARD_MARGIN`` the watchdog releases its jobs and ends the process."""
+    q = backend().queue("default")
+    job = enqueue_for(lane_id("USR", 1), chaos_tasks.blocks_the_loop, "blocker", 3600.0)
+    worker = workers.start("--concurrency", "2", "--grace", "1")
+    wait_for(lambda: "blocker" in read_runs(workers.runs), what="the loop blocked")
+    worker.signal(signal.SIGTERM)
+    worker.process.wait(timeout=60)  # a safety net: the grace is 1 s, the margin 10 s
+    assert worker.process.returncode == 1
+    assert outcomes(q, job.id) == ("pending", [Outcome.RELEASED])
+    log = worker.output()
+    assert "still running past its grace" in log
+    assert f"blocked by job {job.id}" in log
+    check_invariants(q)
