@@ -22,7 +22,6 @@ import functools
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Coroutine
 from typing import Any
 
 from django.tasks import TaskResultStatus
@@ -50,6 +49,7 @@ from .options import Plan
 from .outcomes import CALL_ERRORS, Outcomes, Success
 from .shard import Shard
 from .signals import listening, send_all, send_batch
+from .spawned import Spawned
 from .threads import Finished, Take, Threads
 from .window import Window
 
@@ -84,7 +84,8 @@ class Core:
         self.changed = asyncio.Event()
         self.outcomes = Outcomes(self._recorded, plan.lease_ms, plan.worker_id)
         self.threads = Threads(plan.threads, self._run_jobs, self._delivered)
-        self._tasks: set[asyncio.Task[Any]] = set()
+        #: The worker's own tasks (failure records, releases, coroutine jobs).
+        self.tasks = Spawned()
 
     async def wait(self, timeout: float | None = None) -> None:
         """Until something changes (a job ends, slots free, a stop), at most ``timeout``."""
@@ -136,7 +137,7 @@ class Core:
 
     def _dispatch(self, job: Job, sync: list[Job]) -> None:
         if job.claim.expiries:  # it may kill this worker, even by its import: not yet
-            self.spawn(self._start_suspect(job))
+            self.tasks.spawn(self._start_suspect(job))
             return
         loaded = load_task(job.claim, self.policy)
         if isinstance(loaded, Failed):  # it can never run here: recorded at once
@@ -195,16 +196,16 @@ class Core:
                 job.ended = job.started
                 self._ran(job, failed(exc, job.claim.token, self.policy))
         if batch and signals:
-            self.spawn(self._started_then_run(batch))
+            self.tasks.spawn(self._started_then_run(batch))
         else:
             for job in batch:
-                self.coroutines[job] = self.spawn(self._run_async(job))
+                self.coroutines[job] = self.tasks.spawn(self._run_async(job))
 
     async def _started_then_run(self, batch: list[Job]) -> None:
         await send_batch(task_started, [job.result for job in batch if job.result is not None])
         for job in batch:
             if not job.over:  # else released meanwhile (the worker stopped past its grace)
-                self.coroutines[job] = self.spawn(self._run_async(job))
+                self.coroutines[job] = self.tasks.spawn(self._run_async(job))
 
     async def _run_async(self, job: Job) -> None:
         assert job.task is not None
@@ -250,7 +251,7 @@ class Core:
             self._stopped_executing(job)
             self.outcomes.add(Success(job, outcome.encoded, outcome.value))
         else:  # recorded at once; the slot is free once it is
-            self.spawn(self._record_failure(job, outcome))
+            self.tasks.spawn(self._record_failure(job, outcome))
 
     def _stopped_executing(self, job: Job) -> None:
         self.executing -= 1
@@ -300,7 +301,7 @@ class Core:
         self._stopped_executing(job)
         outcome = "released" if self.stopping else "dropped"
         reason = None if self.stopping else "its lease may have run out; not started"
-        self.spawn(self.release(job, outcome, reason))
+        self.tasks.spawn(self.release(job, outcome, reason))
 
     async def release(self, job: Job, outcome: str = "released", reason: str | None = None) -> None:
         try:
@@ -337,18 +338,7 @@ class Core:
         if sync:
             self.threads.call(functools.partial(send_all, task_finished, sync))
         if coros:
-            self.spawn(send_batch(task_finished, coros))
-
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-        return task
-
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("a worker task failed", exc_info=task.exception())
+            self.tasks.spawn(send_batch(task_finished, coros))
 
     def cut_coroutines(self) -> list[Job]:
         """Past the grace: cancel the coroutine jobs still running. Whatever they
@@ -357,11 +347,6 @@ class Core:
         for (one may swallow the cancel, or never end)."""
         cut = self.coroutines.cut()
         for job, task in cut:
-            self._tasks.discard(task)
+            self.tasks.forget(task)
             self._stopped_executing(job)
         return [job for job, _ in cut]
-
-    async def settle_tasks(self) -> None:
-        """Wait for the failure records and releases under way."""
-        while self._tasks:
-            await asyncio.wait(list(self._tasks))

@@ -66,7 +66,7 @@ async def wind_down(core: Core, grace_s: float, *, crashed: bool = False) -> Non
     try:
         async with asyncio.timeout(STOP_MARGIN):
             await core.outcomes.flush_all()
-            await core.settle_tasks()
+            await core.tasks.settle()
             left = [job for job in core.held.values() if not job.settled]
             charged = [job for job in left if crashed and job.started]
             await asyncio.gather(
