@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from django_emq.engine import bulk, ops
 from django_emq.engine.queue import Queue
-from django_emq.engine.shards import AnyQueue
+from django_emq.engine.shards import AnyQueue, ShardedQueue
 from django_emq.exceptions import InvalidJobState, JobNotFound
 
 from .helpers import claim_one, fill, lane
@@ -23,7 +23,7 @@ A, B = lane(301), lane(302)
 OTHER = "tests.tasks.record"
 
 
-def _states(queue: Queue, ids: list[str]) -> list[str]:
+def _states(queue: AnyQueue, ids: list[str]) -> list[str]:
     return [(queue.job(i) or {}).get("state", "gone") for i in ids]
 
 
@@ -260,3 +260,17 @@ def test_a_long_run_of_one_score_is_paged_whole_while_members_leave(queue: Queue
         queue.connection.zrem(key, met[0], member)  # the bound itself leaves too
     assert met == members
     queue.connection.delete(key)
+
+
+def test_a_sharded_queue_skips_an_id_naming_no_shard_as_a_plain_queue_does(
+    queue: Queue,
+) -> None:
+    sharded = ShardedQueue("bulk-s", 3, connection=queue.connection)
+    (job,) = [sharded.enqueue(A, OTHER).job_id]
+    unknown = ["JOB0000000000000000000000.s7", "JOB0000000000000000000000"]
+    done = bulk.cancel_jobs(sharded, [job, *unknown])
+    assert done == bulk.Bulk(cancelled=1, skipped=2)
+    assert bulk.cancel_jobs(queue, unknown) == bulk.Bulk(skipped=2)
+    assert _states(sharded, [job]) == ["cancelled"]
+    for shard in sharded.shards:
+        check_invariants(shard, hollow_ok=True)

@@ -64,13 +64,19 @@ class Bulk:
 def cancel_jobs(queue: AnyQueue, job_ids: Iterable[str]) -> Bulk:
     """Cancel each of ``job_ids`` as ``Queue.cancel`` does (a pending or
     scheduled job never runs, a running one is asked to stop), :data:`BATCH`
-    per round trip. Ids of finished or unknown jobs are skipped; a malformed
-    id raises ``ValueError`` before anything is sent."""
+    per round trip. Ids of finished or unknown jobs are skipped (on a sharded
+    queue also an id that names no shard of it); a malformed id raises
+    ``ValueError`` before anything is sent."""
     by_shard: dict[int, tuple[Queue, list[str]]] = {}
+    nowhere = 0
     for job_id in dict.fromkeys(job_ids):
-        shard = queue.shard_for_job(validate_job_id(job_id))
+        try:
+            shard = queue.shard_for_job(validate_job_id(job_id))
+        except JobNotFound:  # never enqueued here: unknown, as on a plain queue
+            nowhere += 1
+            continue
         by_shard.setdefault(id(shard), (shard, []))[1].append(job_id)
-    done = Bulk()
+    done = Bulk(skipped=nowhere)
     for shard, ids in by_shard.values():
         for start in range(0, len(ids), BATCH):
             batch = ids[start : start + BATCH]
