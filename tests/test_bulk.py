@@ -274,3 +274,20 @@ def test_a_sharded_queue_skips_an_id_naming_no_shard_as_a_plain_queue_does(
     assert _states(sharded, [job]) == ["cancelled"]
     for shard in sharded.shards:
         check_invariants(shard, hollow_ok=True)
+
+
+def test_cancel_task_finds_the_lanes_whose_depths_change_during_the_walk(
+    queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "BATCH", 2)
+    lanes = [lane(320 + n) for n in range(7)]
+    mine = [queue.enqueue(name, OTHER).job_id for name in lanes]
+    for name in lanes[:3]:
+        fill(queue, name, 3 - lanes.index(name))  # depths differ, and change below
+    moves = [lambda: queue.claim(60_000, turns=3) for _ in range(20)]
+    between_pages(monkeypatch, *moves)
+    done = bulk.cancel_task(queue, OTHER)
+    assert done.complete
+    assert done.cancelled + done.requested + done.skipped == len(mine)
+    assert not {s for s in _states(queue, mine)} & {"pending", "scheduled"}
+    check_invariants(queue, hollow_ok=True)

@@ -165,15 +165,11 @@ class _Walk:
 
     def lanes(self, shard: Queue) -> list[str]:
         """Every lane with pending jobs on ``shard``, by name (the order a
-        cursor resumes in), :data:`BATCH` per round trip."""
-        found: list[str] = []
-        start = 0
-        while True:
-            got = shard.connection.zrange(shard.keys.depths, start, start + BATCH - 1)
-            found += [text(m) for m in got]
-            if len(got) < BATCH:
-                return sorted(set(found))
-            start += BATCH
+        cursor resumes in). Read by ZSCAN, about :data:`BATCH` per round trip:
+        a lane's depth changes as jobs are claimed, so paging the depths by
+        rank could skip one; a scan returns every lane present throughout."""
+        found = shard.connection.zscan_iter(shard.keys.depths, count=BATCH)
+        return sorted({text(lane) for lane, _ in found})
 
 
 def _cursor(target: str, step: Step, after: tuple[str, str] | None) -> str:
