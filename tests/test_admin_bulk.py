@@ -134,6 +134,22 @@ def test_a_lane_cancel_that_stops_at_the_bound_offers_to_go_on(
     assert "Nothing was changed" in message
 
 
+def test_a_dead_retry_that_stops_at_the_bound_offers_to_go_on(
+    q: Queue, manager: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "MOST", 2)
+    make_dead(q, A, 2)  # tests.tasks.noop, dead first
+    q.enqueue(B, OTHER)
+    claim = claim_one(q)
+    q.fail(claim.job_id, claim.token, "boom")
+    form = {"task": OTHER, "confirmed": "yes"}
+    page = html(manager.post(bulk_url("retry-dead-task"), form))
+    assert 'id="emq-go-on"' in page, "3 dead jobs, 2 looked at per call"
+    done = manager.post(bulk_url("retry-dead-task"), {**form, "cursor": hidden(page, "cursor")})
+    assert done.status_code == 302, "the second call got through"
+    assert states(q, [claim.job_id]) == ["pending"]
+
+
 def hidden(page: str, name: str) -> str:
     """The value of hidden input ``name`` on a page."""
     found = re.search(rf'<input type="hidden" name="{name}" value="([^"]*)">', page)
