@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
+from django_emq.engine import bulk
 from django_emq.engine.queue import Queue
 
 from .helpers import claim_one, fill, lane
@@ -75,9 +77,84 @@ def test_cancel_the_jobs_a_search_finds(q: Queue, manager: Client) -> None:
     page = html(manager.post(bulk_url("cancel-search"), {"q": "tests.tasks.rec"}))
     assert "Cancel the 2 jobs" in page
     assert all(job in page for job in deferred)
-    done = manager.post(bulk_url("cancel-search"), {"q": "tests.tasks.rec", "confirmed": "yes"})
+    shown = hidden(page, "ids")
+    assert sorted(shown.split()) == sorted(deferred)
+    found_later = q.enqueue(A, OTHER, run_after=later).job_id  # after the page was shown
+    done = manager.post(
+        bulk_url("cancel-search"), {"q": "tests.tasks.rec", "ids": shown, "confirmed": "yes"}
+    )
     assert texts(manager, done) == ["Cancelled 2 jobs: they will not run."]
     assert states(q, [*deferred, other]) == ["cancelled", "cancelled", "scheduled"]
+    assert states(q, [found_later]) == ["scheduled"], "exactly the jobs the page showed"
+
+
+def test_cancel_the_jobs_found_refuses_a_bad_id_and_changes_nothing(
+    q: Queue, manager: Client
+) -> None:
+    (job,) = fill(q, A, 1)
+    form = {"q": "tests", "ids": f"{job} not/an/id", "confirmed": "yes"}
+    (message,) = texts(manager, manager.post(bulk_url("cancel-search"), form))
+    assert "is not a job id" in message
+    assert "Nothing was changed" in message
+    assert states(q, [job]) == ["pending"]
+
+
+def test_a_task_cancel_that_stops_at_the_bound_offers_to_go_on(
+    q: Queue, manager: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "MOST", 2)
+    fill(q, A, 3)  # another task's, looked at first
+    mine = q.enqueue(B, OTHER).job_id
+    form = {"task": OTHER, "confirmed": "yes"}
+    page = html(manager.post(bulk_url("cancel-task"), form))
+    assert 'id="emq-go-on"' in page
+    assert states(q, [mine]) == ["pending"]
+    done = manager.post(bulk_url("cancel-task"), {**form, "cursor": hidden(page, "cursor")})
+    assert texts(manager, done) == ["Cancelled 1 job: it will not run."]
+    assert states(q, [mine]) == ["cancelled"]
+
+
+def test_a_lane_cancel_that_stops_at_the_bound_offers_to_go_on(
+    q: Queue, manager: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "MOST", 2)
+    later = timezone.now() + timedelta(hours=1)
+    for n in range(3):  # other lanes' scheduled jobs, looked at first
+        q.enqueue(lane(430 + n), OTHER, run_after=later)
+    mine = fill(q, A, 1)
+    url = f"{LANES}default/{A}/cancel-all/"
+    page = html(manager.post(url, {"confirmed": "yes"}))
+    assert 'id="emq-go-on"' in page
+    assert states(q, mine) == ["pending"]
+    done = manager.post(url, {"confirmed": "yes", "cursor": hidden(page, "cursor")})
+    assert texts(manager, done) == ["Cancelled 1 job: it will not run."]
+    assert states(q, mine) == ["cancelled"]
+    (message,) = texts(manager, manager.post(url, {"confirmed": "yes", "cursor": "[1]"}))
+    assert "not a cursor" in message
+    assert "Nothing was changed" in message
+
+
+def test_a_dead_retry_that_stops_at_the_bound_offers_to_go_on(
+    q: Queue, manager: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "MOST", 2)
+    make_dead(q, A, 2)  # tests.tasks.noop, dead first
+    q.enqueue(B, OTHER)
+    claim = claim_one(q)
+    q.fail(claim.job_id, claim.token, "boom")
+    form = {"task": OTHER, "confirmed": "yes"}
+    page = html(manager.post(bulk_url("retry-dead-task"), form))
+    assert 'id="emq-go-on"' in page, "3 dead jobs, 2 looked at per call"
+    done = manager.post(bulk_url("retry-dead-task"), {**form, "cursor": hidden(page, "cursor")})
+    assert done.status_code == 302, "the second call got through"
+    assert states(q, [claim.job_id]) == ["pending"]
+
+
+def hidden(page: str, name: str) -> str:
+    """The value of hidden input ``name`` on a page."""
+    found = re.search(rf'<input type="hidden" name="{name}" value="([^"]*)">', page)
+    assert found, f"no hidden {name}"
+    return unescape(found.group(1))
 
 
 def test_the_search_page_offers_the_bulk_actions_to_managers_only(

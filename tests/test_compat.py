@@ -355,6 +355,8 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "mend_key": calls.mend_key(k.ring, "list"),
         "cancel": calls.cancel(k, job, 1000, "{}", 10),
         "progress": calls.progress(k, job, 0.5, ""),
+        "page": calls.page(k.schedule, 10, ("5", job)),
+        "ask_stop": calls.ask_stop(k, "w:1", 60_000),
         "due_now": calls.due_now(k, job),
         "read_job": calls.read_job(k, job, 10),
         "set_tenant_limit": calls.set_tenant_limit(k, lane_id("ORG", 1), 2),

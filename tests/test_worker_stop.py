@@ -115,3 +115,81 @@ def test_a_hand_edited_worker_id_is_listed_without_a_stop_control(
     page = html(manager.get(WORKERS))
     assert "bad/id &lt;x&gt;" in page
     assert page.count("emq-stop-worker") == 1, "only the well-formed id offers a stop"
+
+
+def server_ms(q: Queue) -> int:
+    seconds, micros = q.connection.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def test_a_silent_worker_is_not_asked(q: Queue) -> None:
+    """Silent: its last beat older than the window the workers page uses."""
+    old = server_ms(q) - worker_control.ALIVE_MS - 1_000
+    q.connection.hset(q.keys.workers, "h:4", heartbeat(host="h", pid=4, done=0, running=0,
+                                                      beat_ms=old, started_ms=1))  # fmt: skip
+    assert not worker_control.ask_to_stop(q, "h:4")
+    assert q.connection.hlen(q.keys.stops) == 0
+
+
+def test_a_request_names_the_incarnation_and_a_new_one_is_asked_afresh(
+    q: Queue, manager: Client
+) -> None:
+    def beats(started_ms: int, pid: int) -> None:
+        record = heartbeat(host="h", pid=pid, done=0, running=0, beat_ms=10**13,
+                           started_ms=started_ms)  # fmt: skip
+        q.connection.hset(q.keys.workers, "web-1", record)
+
+    beats(100, 5)
+    assert worker_control.ask_to_stop(q, "web-1")
+    first = worker_control.stops_asked(q)["web-1"]
+    assert first.of == worker_control.incarnation(100, 5) == "100-5"
+    assert first.applies_to("100-5")
+    assert "stopping: asked" in html(manager.get(WORKERS))
+    beats(200, 5)  # restarted with the same id: the request is not its own
+    assert not first.applies_to(worker_control.incarnation(200, 5))
+    assert "stopping: asked" not in html(manager.get(WORKERS))
+    assert worker_control.ask_to_stop(q, "web-1"), "asked again, for the new one"
+    assert worker_control.stops_asked(q)["web-1"].of == "200-5"
+    assert worker_control.ask_to_stop(q, "web-1")  # twice: the first request stays
+    assert worker_control.stops_asked(q)["web-1"].of == "200-5"
+
+
+@pytest.mark.parametrize("value", ["oops", "1700000000000", "{}", "1.5"])
+def test_a_value_this_version_did_not_write_is_read_alike_by_both_readers(
+    q: Queue, manager: Client, value: str
+) -> None:
+    """The worker and the workers page read a field with one parser: a hand
+    edit stops whichever worker has that id, and the page says so."""
+    live = heartbeat(host="h", pid=6, done=0, running=0, beat_ms=10**13, started_ms=1)
+    q.connection.hset(q.keys.workers, "h:6", live)
+    q.connection.hset(q.keys.stops, "h:6", value)
+    request = worker_control.stops_asked(q)["h:6"]
+    assert request.of is None
+    assert request.applies_to("1-6")
+    assert "stopping: asked" in html(manager.get(WORKERS))
+
+
+def test_a_restarted_worker_ignores_a_request_meant_for_the_one_before(
+    emq: redis.Redis, q: Queue, workers: Workers
+) -> None:
+    earlier = heartbeat(host="h", pid=1, done=0, running=0, beat_ms=10**13, started_ms=1)
+    emq.hset(q.keys.workers, "web-1", earlier)
+    assert worker_control.ask_to_stop(q, "web-1")  # then it died, unread
+    worker = workers.start("--worker-id", "web-1")
+
+    def record() -> Any:
+        return parse_heartbeat("web-1", emq.hget(q.keys.workers, "web-1"))
+
+    wait_for(lambda: record().pid == worker.process.pid, what="the new worker's beat")
+    seen = {record().beat_ms}
+
+    def two_more_beats() -> bool:
+        seen.add(record().beat_ms)
+        return len(seen) >= 3
+
+    wait_for(two_more_beats, what="two more beats, each reading the request")
+    assert worker.alive()
+    assert "asked to stop" not in worker.output()
+    assert worker_control.ask_to_stop(q, "web-1"), "a request for it, now"
+    assert worker.process.wait(timeout=30) == 0
+    assert "asked to stop from the console" in worker.output()

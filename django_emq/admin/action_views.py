@@ -58,8 +58,11 @@ class ActionViews(ConsoleAdmin):
             return HttpResponseRedirect(back)
         if spec.confirm and (request.method == "GET" or data.get("confirmed") != "yes"):
             return self._confirm(request, queue, lane, spec, form.cleaned_data, back)
-        level, text = spec.run(home_of(queue, lane), lane, form.cleaned_data)
+        level, text, *cursor = spec.run(home_of(queue, lane), lane, form.cleaned_data)
         messages.add_message(request, level, text)
+        if cursor and cursor[0]:  # it stopped at the engine's bound: offer to go on
+            go_on = {**form.cleaned_data, "cursor": cursor[0]}
+            return self._confirm(request, queue, lane, spec, go_on, back)
         return HttpResponseRedirect(back)
 
     @staticmethod
@@ -91,6 +94,7 @@ class ActionViews(ConsoleAdmin):
             info=info,
             action=spec,
             scope=data.get("scope", ""),
+            cursor=data.get("cursor", ""),
             ids=ids or [],
             count=len(ids) if ids is not None else dead_total,
             back=back,

@@ -23,7 +23,7 @@ from ..engine.records import MAX_RATE_COUNT, MAX_RATE_PERIOD
 #: Most job ids one dead-jobs form may name (a page of them is far fewer).
 MAX_IDS = 500
 
-Outcome = tuple[int, str]
+Outcome = tuple[int, str] | tuple[int, str, str]
 
 
 class JobIdsField(forms.Field):
@@ -55,6 +55,12 @@ class JobIdsField(forms.Field):
 
 class NoFieldsForm(forms.Form):
     """An action that takes nothing but the lane."""
+
+
+class CancelAllForm(forms.Form):
+    """Cancel every job: where the last call stopped (the engine's cursor), to go on."""
+
+    cursor = forms.CharField(required=False, max_length=1000)
 
 
 class CeilingForm(forms.Form):
@@ -239,15 +245,18 @@ def cancelled_message(done: bulk.Bulk) -> tuple[int, str]:
             % {"n": done.skipped}
         )
     if not done.complete:
-        parts.append(
-            _("It stopped after the most jobs one call looks at: do it again for the rest.")
-        )
+        parts.append(_("It stopped after the most jobs one call looks at: go on below."))
     level = messages.SUCCESS if done.cancelled or done.requested else messages.WARNING
     return level, " ".join(parts)
 
 
 def _cancel_all(queue: Queue, lane: str, data: Mapping[str, Any]) -> Outcome:
-    return cancelled_message(bulk.cancel_lane(queue, lane))
+    """Its message, and the cursor to go on from when it stopped at the engine's bound."""
+    try:
+        done = bulk.cancel_lane(queue, lane, data.get("cursor", ""))
+    except ValueError as exc:  # a cursor edited by hand
+        return messages.ERROR, _("%(error)s Nothing was changed.") % {"error": exc}
+    return (*cancelled_message(done), done.cursor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +280,7 @@ ACTIONS: dict[str, Action] = {
         Action("max-depth", gettext_lazy("Set max depth"), MaxDepthForm, False, _max_depth),
         Action("rate", gettext_lazy("Set rate"), RateForm, False, _rate),
         Action("drain", gettext_lazy("Drain"), NoFieldsForm, True, _drain),
-        Action("cancel-all", gettext_lazy("Cancel every job"), NoFieldsForm, True, _cancel_all),
+        Action("cancel-all", gettext_lazy("Cancel every job"), CancelAllForm, True, _cancel_all),
         Action("retry-dead", gettext_lazy("Retry dead jobs"), DeadJobsForm, False, _retry_dead),
         Action("delete-dead", gettext_lazy("Delete dead jobs"), DeadJobsForm, True, _delete_dead),
     )

@@ -24,7 +24,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from ..engine import bulk, listing
-from ..engine.ids import validate_task_path
+from ..engine.ids import validate_job_id, validate_task_path
 from ..engine.shards import AnyQueue
 from .actions import cancelled_message, form_errors
 from .base import ConsoleAdmin
@@ -37,6 +37,8 @@ CANCELLABLE = ("pending", "scheduled", "active")
 
 class TaskForm(forms.Form):
     task = forms.CharField(label=gettext_lazy("Task"), max_length=300)
+    #: where the last call stopped (the engine's cursor), to go on from there
+    cursor = forms.CharField(required=False, max_length=1000)
 
     def clean_task(self) -> str:
         try:
@@ -49,6 +51,21 @@ class TaskForm(forms.Form):
 
 class SearchForm(forms.Form):
     q = forms.CharField(label=gettext_lazy("Search"), max_length=300)
+    #: the ids the confirmation page showed, space-separated: exactly these are cancelled
+    ids = forms.CharField(required=False, max_length=MOST_FOUND * 130)
+
+    def clean_ids(self) -> list[str]:
+        ids: list[str] = str(self.cleaned_data["ids"]).split()
+        if len(ids) > MOST_FOUND:
+            raise forms.ValidationError(_("Too many jobs."))
+        for job_id in ids:
+            try:
+                validate_job_id(job_id)
+            except ValueError:
+                raise forms.ValidationError(
+                    _("%(id)r is not a job id.") % {"id": job_id[:40]}
+                ) from None
+        return ids
 
 
 def found_ids(queue: AnyQueue, query: str) -> list[str]:
@@ -99,8 +116,15 @@ class BulkActionViews(ConsoleAdmin):
         data = form.cleaned_data
         if request.POST.get("confirmed") != "yes":
             return self._bulk_confirm(request, queue, action, data, back, list_url)
-        level, text = self._run_bulk(queue, action, data)
+        try:
+            level, text, cursor = self._run_bulk(queue, action, data)
+        except ValueError as exc:  # a cursor edited by hand
+            messages.error(request, _("%(error)s Nothing was changed.") % {"error": exc})
+            return HttpResponseRedirect(back)
         messages.add_message(request, level, text)
+        if cursor:  # it stopped at the engine's bound: offer to go on from there
+            data = {**data, "cursor": cursor}
+            return self._bulk_confirm(request, queue, action, data, back, list_url)
         return HttpResponseRedirect(back)
 
     def _bulk_confirm(
@@ -113,12 +137,15 @@ class BulkActionViews(ConsoleAdmin):
         list_url: str,
     ) -> TemplateResponse:
         ids = found_ids(queue, data["q"]) if action == "cancel-search" else []
+        fields = {name: value for name, value in data.items() if value and name != "ids"}
+        if action == "cancel-search":  # the confirmed POST cancels exactly these
+            fields["ids"] = " ".join(ids)
         context = self._context(
             request,
             _("Are you sure?"),
             queue=queue.name,
             action=action,
-            fields=data,
+            fields=fields,
             ids=ids,
             count=len(ids),
             back=back,
@@ -127,17 +154,20 @@ class BulkActionViews(ConsoleAdmin):
         return TemplateResponse(request, "admin/django_emq/bulk_confirm.html", context)
 
     @staticmethod
-    def _run_bulk(queue: AnyQueue, action: str, data: dict[str, Any]) -> tuple[int, str]:
+    def _run_bulk(queue: AnyQueue, action: str, data: dict[str, Any]) -> tuple[int, str, str]:
+        """The action done: its message's level and text, and the cursor to go
+        on from when it stopped at the engine's bound ('' when it got through)."""
         if action == "cancel-task":
-            return cancelled_message(bulk.cancel_task(queue, data["task"]))
+            done = bulk.cancel_task(queue, data["task"], data.get("cursor", ""))
+            return (*cancelled_message(done), done.cursor)
         if action == "cancel-search":
-            return cancelled_message(bulk.cancel_jobs(queue, found_ids(queue, data["q"])))
-        count, complete = bulk.retry_dead_of_task(queue, data["task"])
+            return (*cancelled_message(bulk.cancel_jobs(queue, data["ids"])), "")
+        sent = bulk.retry_dead_of_task(queue, data["task"], data.get("cursor", ""))
         text = ngettext(
             "Sent %(n)d dead job of %(task)s back to its lane.",
             "Sent %(n)d dead jobs of %(task)s back to their lanes.",
-            count,
-        ) % {"n": count, "task": data["task"]}
-        if not complete:
-            text += " " + _("It stopped after the most jobs one call looks at: do it again.")
-        return (messages.SUCCESS if count else messages.WARNING), text
+            sent.sent,
+        ) % {"n": sent.sent, "task": data["task"]}
+        if not sent.complete:
+            text += " " + _("It stopped after the most jobs one call looks at: go on below.")
+        return (messages.SUCCESS if sent.sent else messages.WARNING), text, sent.cursor

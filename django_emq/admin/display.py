@@ -12,6 +12,10 @@ from typing import ClassVar
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+# A worker whose last beat is older than ALIVE_MS is shown as gone: the
+# engine's window, in which a worker may be asked to stop.
+from ..engine.worker_control import ALIVE_MS
+
 # One owner of moments and of the task-error record: django_emq.results.
 from ..results import error_parts as split_error
 from ..results import moment
@@ -21,9 +25,6 @@ __all__ = ["Pager", "cut_traceback", "duration", "error_message", "moment", "sho
 
 #: Characters of a traceback a page shows (a row may hold megabytes).
 TRACEBACK_SHOWN = 20_000
-
-#: A worker whose last beat is older than this (ms) is shown as gone.
-ALIVE_MS = 60_000
 
 
 #: A job's state as every page words it: the engine's ``active`` is "running"

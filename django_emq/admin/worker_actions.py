@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 
 from ..engine import browse, listing
 from ..engine.records import WORKER_ID_RE
-from ..engine.worker_control import ask_to_stop, stops_asked
+from ..engine.worker_control import ask_to_stop, incarnation, stops_asked
 from .base import ConsoleAdmin
 from .display import duration, moment, worker_alive
 from .lookup import configured_queues
@@ -61,7 +61,10 @@ class WorkerActionViews(ConsoleAdmin):
                             "alive": beat.stopped_ms is None
                             and worker_alive(beat.beat_ms, view.server_ms),
                             "stopped": moment(beat.stopped_ms),
-                            "stop_asked": moment(asked.get(beat.worker_id)),
+                            "stop_asked": beat.worker_id in asked
+                            and asked[beat.worker_id].applies_to(
+                                incarnation(beat.started_ms, beat.pid)
+                            ),
                             # an id a hand edit left in the hash: listed, never stopped
                             "stop_url": self._url("worker_stop", name, beat.worker_id)
                             if WORKER_ID_RE.fullmatch(beat.worker_id)

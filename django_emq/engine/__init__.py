@@ -19,7 +19,15 @@ siblings, so importing any of them first makes no circle
 
 from __future__ import annotations
 
-from .bulk import Bulk, cancel_jobs, cancel_lane, cancel_task, retry_dead_of_task, run_again
+from .bulk import (
+    Bulk,
+    Retried,
+    cancel_jobs,
+    cancel_lane,
+    cancel_task,
+    retry_dead_of_task,
+    run_again,
+)
 from .doctor import Doctor, Finding, Report
 from .exceptions import (
     CorruptJob,
@@ -90,6 +98,7 @@ __all__ = [
     "Outcome",
     "Queue",
     "Report",
+    "Retried",
     "ScriptError",
     "ShardedQueue",
     "StaleToken",

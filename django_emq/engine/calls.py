@@ -319,6 +319,18 @@ def cancel(k: QueueKeys, job_id: str, ttl_ms: int, error: str, history: int) -> 
     return Call("cancel", keys, [k.prefix, job_id, ttl_ms, error, history])
 
 
+def ask_stop(k: QueueKeys, worker_id: str, alive_ms: int) -> Call:
+    return Call("ask_stop", [k.workers, k.stops], [worker_id, alive_ms])
+
+
+def page(key: str, count: int, after: tuple[str, str] | None) -> Call:
+    """The next ``count`` members of sorted set ``key`` (one of a queue's, so
+    it carries the hash tag) after ``after`` = (score as the set printed it,
+    member); from the first with ``None``."""
+    score, member = after or ("", "")
+    return Call("page", [key], [count, score, member])
+
+
 def progress(k: QueueKeys, job_id: str, done: float, note: str) -> Call:
     return Call("progress", [k.job(job_id)], [repr(float(done)), note])
 

@@ -293,5 +293,20 @@ def due_now(q: QueueShape, job_id: str) -> Op[None]:
     return Op(calls.due_now(q.keys, job_id), partial(_none, job_id))
 
 
+def ask_stop(q: QueueShape, worker_id: str, alive_ms: int) -> Op[bool]:
+    """Ask live worker ``worker_id`` to stop; whether a request for it is in place."""
+    return Op(calls.ask_stop(q.keys, worker_id, alive_ms), bool)
+
+
+def page(key: str, count: int, after: tuple[str, str] | None) -> Op[list[tuple[str, str]]]:
+    """``(member, score)`` pairs of sorted set ``key`` after ``after``, at most ``count``."""
+    return Op(calls.page(key, count, after), _pairs)
+
+
+def _pairs(reply: Any) -> list[tuple[str, str]]:
+    flat = [text(x) for x in reply]
+    return list(zip(flat[::2], flat[1::2], strict=True))
+
+
 def progress(q: QueueShape, job_id: str, done: float, note: str) -> Op[bool]:
     return Op(calls.progress(q.keys, job_id, done, note), partial(_bool, job_id))

@@ -22,6 +22,7 @@ from ..engine import ops
 from ..engine.payload import text
 from ..engine.rows import heartbeat, heartbeat_is_stale
 from ..engine.runner import AsyncRunner
+from ..engine.worker_control import incarnation, parse_stop
 from ..exceptions import JobError
 from .jobs import Job
 from .outcomes import CALL_ERRORS
@@ -131,6 +132,11 @@ class Beat:
                 raise answer
             job.lease_until = sent + self.lease_ms / 1000
 
+    def _incarnation(self) -> str:
+        """This process as a stop request names it (its start time and pid)."""
+        about = self._about() if self._about is not None else {}
+        return incarnation(about.get("started_ms"), os.getpid())
+
     def _record(self, stopped_ms: int | None = None) -> str:
         done, running = self._counts()
         return heartbeat(
@@ -169,6 +175,8 @@ class Beat:
             pipe.hdel(shard.keys.stops, *stale)
             await pipe.execute()
         if asked is not None and self._stop is not None and not self._stop_seen:
+            if not parse_stop(asked).applies_to(self._incarnation()):
+                return  # meant for an earlier worker with this id
             self._stop_seen = True
             logger.info("asked to stop from the console: no new claims; finishing running jobs")
             self._stop()
