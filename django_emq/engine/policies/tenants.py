@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import calls, ops
+from .. import calls, doctor_calls, ops
 from ..home import Home
 from ..ids import entry_tenant, is_lane, tenant_entry, validate_lane, validate_tenant
 from ..keys import QueueKeys
@@ -101,12 +101,12 @@ def _audit_tenants(
     were mended."""
     mended = 0
     for tenant, lanes in sorted(found.items()):
-        reply = run(calls.audit_tenants(keys, tenant, lanes))
+        reply = run(doctor_calls.audit_tenants(keys, tenant, lanes))
         for i in range(0, len(reply), 3):
             name, what, detail = (text(x) for x in reply[i : i + 3])
             report(what, name, detail)
         if repair and reply:
-            mended += int(run(calls.mend_tenants(keys, tenant, lanes)))
+            mended += int(run(doctor_calls.mend_tenants(keys, tenant, lanes)))
     return mended
 
 
