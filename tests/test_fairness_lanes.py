@@ -9,13 +9,16 @@ import re
 from typing import Any
 
 import pytest
+import redis
 from django.test import Client
 
 from django_emq.engine import history, ops
 from django_emq.engine.queue import Queue
+from django_emq.engine.records import ClaimRequest
+from django_emq.engine.shards import ShardedQueue
 from django_emq.engine.tally import Tally
 
-from .helpers import claim_one, fill, lane
+from .helpers import LONG_LEASE, TASK, claim_one, fill, lane
 from .test_admin import html, make_user, q, viewer
 
 __all__ = ["make_user", "q", "viewer"]  # fixtures used below
@@ -118,3 +121,19 @@ def test_a_large_window_is_read_up_to_its_bound_and_says_so(
     assert 0 < part.fields_read < 2_000
     assert part.partial
     assert 0 < len(part.lanes) <= 20, "picked from the fields read"
+
+
+def test_the_window_spans_every_shard(r: redis.Redis) -> None:
+    """Lanes on different shards of a sharded queue: each shard's hashes are
+    read, and every lane that started a job is there."""
+    sq = ShardedQueue("q", 3, connection=r)
+    lanes = [lane(600 + i) for i in range(10)]  # no more than the heaviest ten
+    assert len({id(sq.shard_for_lane(name)) for name in lanes}) == 3, "all three shards"
+    sq.enqueue_many({"lane": name, "task_path": TASK} for name in lanes)
+    while (found := sq.claim_shard(ClaimRequest(LONG_LEASE, turns=10))) is not None:
+        shard, claims = found
+        shard.complete_many([(c.job_id, c.token, None) for c in claims])
+    window = history.window_lanes(sq)
+    assert sorted(w.lane for w in window.lanes) == sorted(lanes)
+    assert all(w.started == 1 for w in window.lanes)
+    assert not window.partial

@@ -10,7 +10,8 @@ holds waits ``w`` (ms) with ``2 ** (b / 2) <= w < 2 ** ((b + 1) / 2)``
 (:func:`~.tally.wait_bucket`): log-spaced, so a percentile read from it is
 within a factor of 1.42 of the true one, and a histogram has at most
 :data:`BUCKETS` fields whatever the waits. Each read is one round trip per
-shard.
+shard, except :func:`window_lanes`, which scans the lanes' hashes in up to
+:data:`SCAN_STEPS` round trips per shard.
 """
 
 from __future__ import annotations
