@@ -6,9 +6,11 @@ Per queue: jobs pending, in flight, scheduled and dead, lanes with work,
 ring length, the monotonic counters the scripts keep (enqueued, completed,
 dead, retried, cancelled, drained, reaped), the wait from when a job became due
 (its enqueue, or its ``run_after``) to its first start at p50 and p95 over
-the last five minutes, the 20 deepest lanes' depth and p95 wait,
-and every worker's last heartbeat. A fixed number of round trips per queue,
-whatever the number of lanes or jobs.
+the last five minutes, the 20 deepest lanes' depth, the p95 wait of the
+lanes :func:`~django_emq.engine.history.window_lanes` picks (the same as
+the fairness chart's), and every worker's last heartbeat. A fixed number of
+round trips per queue whatever the jobs, and a bounded number whatever the
+lanes.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .engine import browse, history
 from .engine.payload import text
 from .engine.shards import AnyQueue
 
-#: Lanes whose depth and wait are exported per queue.
+#: Lanes whose depth is exported per queue.
 TOP_LANES = 20
 #: Minutes the exported wait percentiles cover.
 WAIT_MINUTES = 5
@@ -65,7 +67,7 @@ def queue_stats(name: str, queue: AnyQueue) -> dict[str, Any]:
     minutes = history.series(queue, step_minutes=1, count=WAIT_MINUTES, now_ms=view.server_ms)
     waits = history.merged(m.waits for m in minutes)
     lanes = queue.lanes(top=TOP_LANES)
-    lane_waits = history.lane_waits(queue, [info.lane for info in lanes], view.server_ms)
+    window = history.window_lanes(queue, view.server_ms)
     p50, p95 = history.percentile(waits, 0.5), history.percentile(waits, 0.95)
     return {
         "queue": name,
@@ -79,18 +81,17 @@ def queue_stats(name: str, queue: AnyQueue) -> dict[str, Any]:
         "wait_p50_seconds": None if p50 is None else p50 / 1000,
         "wait_p95_seconds": None if p95 is None else p95 / 1000,
         "lanes_top": [
-            {
-                "lane": info.lane,
-                "depth": info.depth,
-                "inflight": info.inflight,
-                "wait_p95_seconds": (
-                    None
-                    if (p := history.percentile(lane_waits[info.lane], 0.95)) is None
-                    else p / 1000
-                ),
-            }
-            for info in lanes
+            {"lane": info.lane, "depth": info.depth, "inflight": info.inflight} for info in lanes
         ],
+        "lanes_waits": [
+            {
+                "lane": w.lane,
+                "started": w.started,
+                "wait_p95_seconds": None if (p := w.p95_ms()) is None else p / 1000,
+            }
+            for w in window.lanes
+        ],
+        "lanes_waits_partial": window.partial,
         "workers": [
             {
                 "worker": beat.worker_id,
@@ -152,11 +153,12 @@ def prometheus(stats: list[dict[str, Any]]) -> Iterator[str]:
             labels = f'queue="{_label(s["queue"])}",lane="{lane["lane"]}"'
             yield f"emq_lane_depth{{{labels}}} {lane['depth']}\n"
     yield (
-        "# HELP emq_lane_wait_p95_seconds p95 wait of the deepest lanes, last two hours.\n"
+        "# HELP emq_lane_wait_p95_seconds p95 wait, last two hours, of the lanes that "
+        "started the most jobs or waited longest.\n"
         "# TYPE emq_lane_wait_p95_seconds gauge\n"
     )
     for s in stats:
-        for lane in s["lanes_top"]:
+        for lane in s["lanes_waits"]:
             if lane["wait_p95_seconds"] is not None:
                 yield (
                     f'emq_lane_wait_p95_seconds{{queue="{_label(s["queue"])}",'

@@ -1,9 +1,10 @@
 """The charts page of a queue: jobs enqueued, finished and failed and the wait
 from due (enqueue, or ``run_after``) to first start (p50, p95) for the last
-hour per minute and the last day per 15 minutes, and the 20 deepest lanes'
-p95 wait next to the queue's. Read from the queue's history
+hour per minute and the last day per 15 minutes, and the p95 wait of the
+window's heaviest and worst-waiting lanes (:func:`~django_emq.engine.history.window_lanes`)
+next to the queue's. Read from the queue's history
 (:mod:`django_emq.engine.history`): a fixed number of round trips whatever
-the lanes."""
+the jobs, and a bounded number whatever the lanes."""
 
 from __future__ import annotations
 
@@ -19,9 +20,6 @@ from django.utils.translation import gettext as _
 from ..engine import history
 from .base import ConsoleAdmin
 from .svg import Line, bar_chart, line_chart
-
-#: Lanes whose waits the lanes chart compares with the queue's.
-CHART_LANES = 20
 
 
 def _label(ms: int) -> str:
@@ -79,20 +77,24 @@ class ChartViews(ConsoleAdmin):
         now_ms = int(seconds) * 1000 + int(micros) // 1000
         day = history.series(queue, step_minutes=1, count=24 * 60, now_ms=now_ms)
         hour = day[-60:]
-        lanes = queue.lanes(top=CHART_LANES)
-        waits = history.lane_waits(queue, [info.lane for info in lanes], now_ms)
-        overall = history.percentile(history.merged(waits.values()), 0.95)
+        window = history.window_lanes(queue, now_ms)
+        overall = history.percentile(history.merged(w.waits for w in window.lanes), 0.95)
         queue_p95 = history.percentile(history.merged(i.waits for i in hour), 0.95)
+        title = _(
+            "p95 wait of the %(n)d lanes that started the most jobs or waited longest, "
+            "last two hours; the line: the queue's p95, last hour"
+        ) % {"n": len(window.lanes)}
+        if window.partial:
+            title += " " + _("(from %(read)d of %(total)d lane counts: the rest were not read)") % {
+                "read": window.fields_read,
+                "total": window.fields_total,
+            }
         lanes_chart = bar_chart(
-            _(
-                "p95 wait of the %(n)d deepest lanes, last two hours; "
-                "the line: the queue's p95, last hour"
-            )
-            % {"n": len(lanes)},
-            [(info.lane, _seconds(history.percentile(waits[info.lane], 0.95))) for info in lanes],
+            title,
+            [(w.lane, _seconds(w.p95_ms())) for w in window.lanes],
             _seconds(queue_p95 if queue_p95 is not None else overall),
             _("s"),
-            empty=_("No lane has pending jobs now: nothing to compare."),
+            empty=_("No lane started a job in the last two hours: nothing to compare."),
         )
         context = self._context(
             request,

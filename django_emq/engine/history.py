@@ -10,7 +10,8 @@ holds waits ``w`` (ms) with ``2 ** (b / 2) <= w < 2 ** ((b + 1) / 2)``
 (:func:`~.tally.wait_bucket`): log-spaced, so a percentile read from it is
 within a factor of 1.42 of the true one, and a histogram has at most
 :data:`BUCKETS` fields whatever the waits. Each read is one round trip per
-shard.
+shard, except :func:`window_lanes`, which scans the lanes' hashes in up to
+:data:`SCAN_STEPS` round trips per shard.
 """
 
 from __future__ import annotations
@@ -111,6 +112,110 @@ def lane_waits(
                     lane, _, b = name.rpartition(":")
                     found[lane][int(b)] = found[lane].get(int(b), 0) + int(value)
     return found
+
+
+#: Lanes :func:`window_lanes` picks by most jobs started in the window, and
+#: by worst p95 wait (the two lists merged: at most 20 lanes).
+HEAVIEST_LANES = 10
+WORST_LANES = 10
+#: Fields one ``HSCAN`` step of a lane wait hash asks for, and the most steps
+#: per hash: at most about 20,000 ``<lane>:<bucket>`` fields are read per
+#: hour, shard and view (a small hash, kept as a listpack, answers whole in
+#: one step).
+SCAN_COUNT = 10_000
+SCAN_STEPS = 2
+
+
+@dataclass
+class LaneWait:
+    """One lane over the window: jobs it started, their wait histogram."""
+
+    lane: str
+    started: int
+    waits: dict[int, int]
+
+    def p95_ms(self) -> float | None:
+        return percentile(self.waits, 0.95)
+
+
+@dataclass
+class LaneWindow:
+    """The lanes :func:`window_lanes` picked, worst p95 first, and how much of
+    the window's lane wait hashes it read (``fields_read < fields_total``:
+    the scan stopped at its bound, and lanes in the unread part were not
+    considered)."""
+
+    lanes: list[LaneWait]
+    fields_read: int
+    fields_total: int
+
+    @property
+    def partial(self) -> bool:
+        return self.fields_read < self.fields_total
+
+
+def _scan_window(queue: AnyQueue, now_ms: int) -> tuple[dict[str, dict[int, int]], int, int]:
+    """Every lane's histogram over this hour and the last, read by ``HSCAN``
+    steps (both hours' steps and, with the first, their sizes in one pipeline
+    per shard: at most :data:`SCAN_STEPS` round trips per shard), and the
+    fields read and held."""
+    hour = now_ms // HOUR_MS
+    found: dict[str, dict[int, int]] = {}
+    read = total = 0
+    for shard in queue.shards:
+        keys = [shard.keys.lane_waits(h) for h in (hour - 1, hour)]
+        cursors = dict.fromkeys(keys, 0)
+        for step in range(SCAN_STEPS):
+            pipe = shard.connection.pipeline(transaction=False)
+            if step == 0:  # the sizes ride with the first step
+                for key in keys:
+                    pipe.hlen(key)
+            for key, cursor in cursors.items():
+                pipe.hscan(key, cursor, count=SCAN_COUNT)
+            replies = pipe.execute()
+            if step == 0:
+                total += sum(int(n) for n in replies[: len(keys)])
+                replies = replies[len(keys) :]
+            for key, (cursor, fields) in zip(list(cursors), replies, strict=True):
+                for name, value in fields.items():
+                    lane, _, b = text(name).rpartition(":")
+                    if lane and b.isdigit():
+                        histogram = found.setdefault(lane, {})
+                        histogram[int(b)] = histogram.get(int(b), 0) + int(value)
+                read += len(fields)
+                cursors[key] = int(cursor)
+            cursors = {key: cursor for key, cursor in cursors.items() if cursor != 0}
+            if not cursors:
+                break
+    return found, read, total
+
+
+def chosen(
+    histograms: Mapping[str, Mapping[int, int]],
+    heaviest: int = HEAVIEST_LANES,
+    worst: int = WORST_LANES,
+) -> list[LaneWait]:
+    """The ``heaviest`` lanes by jobs started and the ``worst`` by p95 wait
+    (ties: more jobs, then the lane id), together, worst p95 first: a flood
+    lane beside the light lanes that waited longest, whichever is deeper now."""
+    lanes = [LaneWait(lane, sum(h.values()), dict(h)) for lane, h in histograms.items()]
+    lanes = [lane for lane in lanes if lane.started > 0]
+    by_load = sorted(lanes, key=lambda w: (-w.started, w.lane))[:heaviest]
+    by_wait = sorted(lanes, key=lambda w: (-(w.p95_ms() or 0.0), -w.started, w.lane))[:worst]
+    picked = {w.lane: w for w in by_load + by_wait}
+    return sorted(picked.values(), key=lambda w: (-(w.p95_ms() or 0.0), -w.started, w.lane))
+
+
+def window_lanes(queue: AnyQueue, now_ms: int | None = None) -> LaneWindow:
+    """The lanes the fairness chart and ``emq_lane_wait_p95_seconds`` show:
+    over this hour and the last (the lane wait hashes' window), :func:`chosen`
+    from every lane that started a job, read in bounded work
+    (:data:`SCAN_STEPS` steps of :data:`SCAN_COUNT` fields per hash and
+    shard, one round trip per step and shard: usually one while each hash
+    holds under :data:`SCAN_COUNT` fields)."""
+    now_ms = _server_ms(queue) if now_ms is None else now_ms
+    found, read, total = _scan_window(queue, now_ms)
+    return LaneWindow(chosen(found), read, total)
 
 
 def merged(histograms: Iterable[Mapping[int, int]]) -> dict[int, int]:
