@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .ids import validate_lane
+from .ids import is_lane, validate_lane
 from .keys import QueueKeys
 from .payload import text
 from .records import LaneInfo, Totals, as_int, positive_int
@@ -80,11 +80,15 @@ class QueueReads:
         pipe.smismember(k.paused, names)
         pipe.zmscore(k.throttled, names)
         pipe.hmget(k.tenants, names)
-        for lane in names:  # a lane's in-flight count: its active set's size
+        # a lane's in-flight count: its active set's size (a name in the depth
+        # index that is no lane id, a damaged keyspace, has no active set: 0)
+        counted = [lane for lane in names if is_lane(lane)]
+        for lane in counted:
             pipe.zcard(k.lane_active(lane))
         results = pipe.execute()
         ceilings, weights, max_depths, rates, credits, paused, throttled, tenants = results[:8]
-        inflight = results[8:]
+        running = dict(zip(counted, results[8:], strict=True))
+        inflight = [running.get(lane) for lane in names]
         time_fair = getattr(self, "fairness", "count") == "time"
         return [
             LaneInfo(
