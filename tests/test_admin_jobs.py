@@ -303,7 +303,7 @@ def test_the_charts_page_draws_svg_from_the_history(q: Queue, viewer: Client) ->
     page = html(viewer.get(JOBS + "charts/default/"))
     assert page.count('<figure class="emq-chart">') == 5
     assert 'data-points="1"' in page
-    assert A in page, "the deepest lanes' waits"
+    assert A in page, "the busiest lanes' waits"
     assert "<script" not in page.split('<div id="content-main"')[1]
 
 

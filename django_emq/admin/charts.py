@@ -16,6 +16,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from ..engine import history
 from .base import ConsoleAdmin
@@ -80,9 +81,12 @@ class ChartViews(ConsoleAdmin):
         window = history.window_lanes(queue, now_ms)
         overall = history.percentile(history.merged(w.waits for w in window.lanes), 0.95)
         queue_p95 = history.percentile(history.merged(i.waits for i in hour), 0.95)
-        title = _(
+        title = ngettext(
+            "p95 wait of the %(n)d lane that started the most jobs or waited longest, "
+            "last two hours; the line: the queue's p95, last hour",
             "p95 wait of the %(n)d lanes that started the most jobs or waited longest, "
-            "last two hours; the line: the queue's p95, last hour"
+            "last two hours; the line: the queue's p95, last hour",
+            len(window.lanes),
         ) % {"n": len(window.lanes)}
         if window.partial:
             title += " " + _("(from %(read)d of %(total)d lane counts: the rest were not read)") % {
