@@ -115,7 +115,8 @@ class Command(BaseCommand):
             action="append",
             dest="queues",
             default=[],
-            help="queue to serve (repeatable; default: every queue of the backend)",
+            help="queue to serve (repeatable; default: every queue of the backend, or with "
+            "QUEUES: [] every queue its enqueues registered, re-read each beat)",
         )
         parser.add_argument(
             "--concurrency",
@@ -163,11 +164,6 @@ class Command(BaseCommand):
             raise CommandError(
                 f"TASKS[{options['backend']!r}] is {type(backend).__name__}, not "
                 "django_emq.backend.FairLanesBackend"
-            )
-        if not backend.queues:
-            raise CommandError(
-                f"TASKS[{options['backend']!r}]['QUEUES'] is empty: list the queues to serve "
-                "(system check emq.E007)"
             )
         worker_options = WorkerOptions(
             queues=options["queues"],

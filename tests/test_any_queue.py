@@ -1,0 +1,88 @@
+"""``QUEUES: []``: Django's "any queue name". The backend accepts any valid
+queue name, each enqueue records its queue in the registry (``emq:queues``),
+and ``run_emq_worker`` for that backend serves every queue in it, re-reading
+the registry each beat (``tests.any_queue_settings`` is the worker's settings)."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+import redis
+from django.core.checks import run_checks
+from django.tasks import task_backends
+from django.tasks.exceptions import InvalidTask
+
+from django_emq import lane
+from django_emq.backend import QUEUE_REGISTRY, FairLanesBackend
+from django_emq.engine.ids import lane_id
+from django_emq.jobs import cancel
+from tests import tasks
+from tests.any_queue_settings import ANYQ
+from tests.helpers import wait_for
+from tests.test_worker import processes, runs, worker_process
+
+pytestmark = pytest.mark.django_db
+__all__ = ["processes"]  # the fixture, shared with test_worker
+
+A = lane_id("USR", 1)
+
+
+def anyq(settings: Any) -> FairLanesBackend:
+    """This process's ``TASKS`` as the worker's will be: backend ``anyq``."""
+    settings.TASKS = {**settings.TASKS, "anyq": ANYQ}
+    backend = task_backends["anyq"]
+    assert isinstance(backend, FairLanesBackend)
+    return backend
+
+
+def registry(r: redis.Redis) -> set[str]:
+    return {x.decode() for x in r.smembers(QUEUE_REGISTRY)}  # type: ignore[union-attr]
+
+
+def test_an_empty_queues_list_passes_the_checks(emq: redis.Redis, settings: Any) -> None:
+    anyq(settings)
+    assert [m.id for m in run_checks(tags=["emq"]) if m.id in ("emq.E006", "emq.E007")] == []
+
+
+def test_any_valid_queue_name_is_accepted_and_registered(emq: redis.Redis, settings: Any) -> None:
+    backend = anyq(settings)
+    with lane(A):
+        first = tasks.add.using(backend="anyq", queue_name="never-listed").enqueue(1, 2)
+        tasks.add.using(backend="anyq", queue_name="never-listed").enqueue(3, 4)
+        other = tasks.add.using(backend="anyq", queue_name="another").enqueue(5, 6)
+    assert registry(emq) == {"never-listed", "another"}
+    assert backend.served_queues() == ["another", "never-listed"]
+    assert backend.get_result(first.id) == first
+    assert backend.get_result(other.id).id == other.id
+    assert backend.engine("never-listed").totals().pending == 2
+    assert cancel(other.id, backend="anyq") == "cancelled"  # found through the registry
+
+
+def test_an_invalid_queue_name_is_refused_and_writes_nothing(
+    emq: redis.Redis, settings: Any
+) -> None:
+    anyq(settings)
+    with lane(A), pytest.raises(InvalidTask, match="queue"):
+        tasks.add.using(backend="anyq", queue_name="bad name }").enqueue(1, 2)
+    assert emq.dbsize() == 0
+
+
+def test_the_worker_serves_queues_registered_before_and_after_it_started(
+    emq: redis.Redis, settings: Any, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    """Two queue names no settings list: one enqueued before the worker starts,
+    one after (picked up at a later beat, with no restart); the worker runs both."""
+    anyq(settings)
+    with lane(A):
+        tasks.record.using(backend="anyq", queue_name="photos").enqueue("before")
+    processes.append(
+        worker_process("--backend", "anyq", settings_module="tests.any_queue_settings")
+    )
+    wait_for(lambda: "before" in runs(emq), what="the job on queue photos ran")
+    with lane(A):
+        tasks.record.using(backend="anyq", queue_name="mail").enqueue("after")
+    wait_for(lambda: "after" in runs(emq), what="the job on queue mail ran")
+    assert processes[0].poll() is None
+    assert registry(emq) == {"photos", "mail"}
