@@ -5,7 +5,9 @@ the registry each beat (``tests.any_queue_settings`` is the worker's settings)."
 
 from __future__ import annotations
 
+import signal
 import subprocess
+import time
 from typing import Any
 
 import pytest
@@ -86,3 +88,29 @@ def test_the_worker_serves_queues_registered_before_and_after_it_started(
     wait_for(lambda: "after" in runs(emq), what="the job on queue mail ran")
     assert processes[0].poll() is None
     assert registry(emq) == {"photos", "mail"}
+
+
+def test_an_unreadable_registry_never_stops_the_worker(
+    emq: redis.Redis, settings: Any, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    """A registry the worker cannot read (a string where the set was) is
+    logged and tried again each beat: the queues it serves are still served."""
+    anyq(settings)
+    with lane(A):
+        tasks.record.using(backend="anyq", queue_name="photos").enqueue("first")
+    processes.append(
+        worker_process("--backend", "anyq", settings_module="tests.any_queue_settings")
+    )
+    wait_for(lambda: "first" in runs(emq), what="the first job ran")
+    emq.delete(QUEUE_REGISTRY)
+    emq.set(QUEUE_REGISTRY, "not a set")
+    time.sleep(2.5)  # two beats: each reads the registry and is refused
+    with lane(A):  # this process registered photos already: no SADD
+        tasks.record.using(backend="anyq", queue_name="photos").enqueue("second")
+    wait_for(lambda: "second" in runs(emq), what="the second job ran")
+    worker = processes[0]
+    assert worker.poll() is None
+    worker.send_signal(signal.SIGTERM)
+    out = worker.communicate(timeout=30)[0].decode()
+    assert "cannot read the queue registry" in out
+    assert "unexpected error" not in out  # a warning, not a glitch of the beat

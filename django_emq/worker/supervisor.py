@@ -36,6 +36,7 @@ from .core import Core
 from .execute import Policy
 from .glitches import Glitches
 from .options import WorkerOptions, plan
+from .outcomes import CALL_ERRORS
 from .recorder import Recorder
 from .shard import Shard, Shards, rotation
 from .stopping import LEFT_BEHIND_AFTER, run_bounded, wind_down
@@ -262,9 +263,9 @@ class Worker:
         while True:
             started = time.monotonic()
             with glitches:
-                if grow is not None:
-                    await grow()
                 await beat(list(core.held.values()))
+                if grow is not None:  # after the beat: the leases are extended first
+                    await grow()
             if time.monotonic() - last_summary >= SUMMARY_EVERY:
                 last_summary = time.monotonic()
                 self._summary(core)
@@ -285,7 +286,11 @@ class Worker:
         with ``QUEUES: []``): each joins the rotation, the claimer's parking,
         the beat and the history recorder."""
         served = {q.name for q in self.queues}
-        names = await asyncio.to_thread(self.backend.served_queues)
+        try:
+            names = await asyncio.to_thread(self.backend.served_queues)
+        except CALL_ERRORS as exc:  # never fatal, and never the beat's: next beat
+            logger.warning("cannot read the queue registry (%s); will retry", exc)
+            return
         for name in names:
             if name in served:
                 continue
