@@ -30,6 +30,7 @@ from .engine.client import Client
 from .engine.exceptions import unreachable
 from .engine.ids import validate_job_id, validate_queue_name
 from .engine.payload import encode_arguments
+from .engine.placement import shard_tags
 from .engine.queue import Queue
 from .engine.rows import Row
 from .engine.shards import AnyQueue, open_queue
@@ -174,6 +175,12 @@ class FairLanesBackend(BaseTaskBackend):
                 validate_queue_name(task.queue_name)
             except ValueError as exc:
                 raise InvalidTask(str(exc)) from None
+            for name, count in emq_settings(self.alias).shards.items():
+                if task.queue_name in shard_tags(name, count):  # emq.E005, at the call site
+                    raise InvalidTask(
+                        f"queue {task.queue_name!r} has the name of a shard of the sharded "
+                        f"queue {name!r} (EMQ['SHARDS']): the two would share their keys"
+                    )
 
     @property
     def serves_any_queue(self) -> bool:

@@ -19,6 +19,7 @@ from django.tasks.exceptions import InvalidTask
 from django_emq import lane
 from django_emq.backend import QUEUE_REGISTRY, FairLanesBackend
 from django_emq.engine.ids import lane_id
+from django_emq.engine.placement import shard_tags
 from django_emq.jobs import cancel
 from tests import tasks
 from tests.any_queue_settings import ANYQ
@@ -69,6 +70,24 @@ def test_an_invalid_queue_name_is_refused_and_writes_nothing(
     with lane(A), pytest.raises(InvalidTask, match="queue"):
         tasks.add.using(backend="anyq", queue_name="bad name }").enqueue(1, 2)
     assert emq.dbsize() == 0
+
+
+def test_a_sharded_queue_is_served_and_its_shards_names_are_refused(
+    emq: redis.Redis, settings: Any
+) -> None:
+    """``EMQ['SHARDS']`` beside ``QUEUES: []``: no emq.W003 (the backend may serve
+    it), and a queue named like one of its shards is refused at the call site
+    (emq.E005 cannot see names that are in no setting)."""
+    settings.EMQ = {**settings.EMQ, "SHARDS": {"photos": 3}}
+    backend = anyq(settings)
+    assert [m.id for m in run_checks(tags=["emq"]) if m.id in ("emq.W003", "emq.E005")] == []
+    tag = next(t for t in shard_tags("photos", 3) if t != "photos")
+    with lane(A), pytest.raises(InvalidTask, match="shard of the sharded queue 'photos'"):
+        tasks.add.using(backend="anyq", queue_name=tag).enqueue(1, 2)
+    assert emq.dbsize() == 0
+    with lane(A):
+        result = tasks.add.using(backend="anyq", queue_name="photos").enqueue(1, 2)
+    assert backend.get_result(result.id) == result
 
 
 def test_the_worker_serves_queues_registered_before_and_after_it_started(
