@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import redis
 from django.core.checks import run_checks
+from django.core.management import CommandError, call_command
 from django.tasks import task_backends
 from django.tasks.exceptions import InvalidTask
 
@@ -133,3 +134,12 @@ def test_an_unreadable_registry_never_stops_the_worker(
     out = worker.communicate(timeout=30)[0].decode()
     assert "cannot read the queue registry" in out
     assert "unexpected error" not in out  # a warning, not a glitch of the beat
+
+
+def test_a_registry_that_is_not_a_set_is_a_command_error_at_start(
+    emq: redis.Redis, settings: Any
+) -> None:
+    anyq(settings)
+    emq.set(QUEUE_REGISTRY, "not a set")
+    with pytest.raises(CommandError, match="cannot read the queue registry: WRONGTYPE"):
+        call_command("run_emq_worker", "--backend", "anyq", "--burst", verbosity=0)
