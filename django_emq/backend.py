@@ -26,9 +26,11 @@ from django.utils.json import normalize_json
 
 from .conf import DOCS, emq_settings, option_problems
 from .connection import get_connection
+from .engine.client import Client
 from .engine.exceptions import unreachable
 from .engine.ids import validate_job_id, validate_queue_name
 from .engine.payload import encode_arguments
+from .engine.placement import shard_tags
 from .engine.queue import Queue
 from .engine.rows import Row
 from .engine.shards import AnyQueue, open_queue
@@ -45,8 +47,20 @@ from .results import (
 )
 from .results import encode_error as task_error
 
+#: The registry of queue names (a set, one per server or cluster, outside any
+#: queue's ``{q}`` hash tag): a backend with ``QUEUES: []`` adds each queue it
+#: enqueues to, and its workers serve every name in it.
+QUEUE_REGISTRY = "emq:queues"
+
 #: Re-exported for the worker and for code written against earlier releases.
-__all__ = ["STATUS", "FairLanesBackend", "moment", "result_from_row", "task_error"]
+__all__ = [
+    "QUEUE_REGISTRY",
+    "STATUS",
+    "FairLanesBackend",
+    "moment",
+    "result_from_row",
+    "task_error",
+]
 
 
 class FairLanesBackend(BaseTaskBackend):
@@ -64,22 +78,16 @@ class FairLanesBackend(BaseTaskBackend):
         # raises ``ValueError`` when the queue is used.
         super().__init__(alias, params)
         self._queues: dict[tuple[str, int], AnyQueue] = {}
+        #: (queue name, id of the connection) already in the registry.
+        self._registered: set[tuple[str, int]] = set()
 
     def check(self, **kwargs: Any) -> list[CheckMessage]:
-        """emq.E006 for each name in ``QUEUES`` that cannot name a queue, emq.E007
-        for an empty ``QUEUES``, emq.E008 for each problem of ``OPTIONS`` and
-        emq.W004 for each queue another FairLanesBackend serves too."""
+        """emq.E006 for each name in ``QUEUES`` that cannot name a queue, emq.E008
+        for each problem of ``OPTIONS`` and emq.W004 for each queue another
+        FairLanesBackend serves too. An empty ``QUEUES`` is Django's "any queue
+        name" (see ``served_queues``)."""
         errors: list[CheckMessage] = []
         where = f"TASKS[{self.alias!r}]"
-        if not self.queues:
-            errors.append(
-                Error(
-                    f"{where}['QUEUES'] is empty: django-emq serves only the queues it is told.",
-                    hint="List every queue name your tasks use, e.g. 'QUEUES': ['default'] "
-                    f"(see {DOCS}compatibility/#queues).",
-                    id="emq.E007",
-                )
-            )
         for name in sorted(self.queues, key=repr):
             try:
                 validate_queue_name(name)
@@ -162,6 +170,44 @@ class FairLanesBackend(BaseTaskBackend):
                 "of lanes, not jobs. Remove priority= from the task."
             )
         super().validate_task(task)
+        if not self.queues:  # any queue name: Django checks none, the engine needs one
+            try:
+                validate_queue_name(task.queue_name)
+            except ValueError as exc:
+                raise InvalidTask(str(exc)) from None
+            for name, count in emq_settings(self.alias).shards.items():
+                if task.queue_name in shard_tags(name, count):  # emq.E005, at the call site
+                    raise InvalidTask(
+                        f"queue {task.queue_name!r} has the name of a shard of the sharded "
+                        f"queue {name!r} (EMQ['SHARDS']): the two would share their keys"
+                    )
+
+    @property
+    def serves_any_queue(self) -> bool:
+        """``QUEUES: []``: Django's "any queue name". Each enqueue records its
+        queue's name in the registry (``QUEUE_REGISTRY``), whose queues a
+        worker serves."""
+        return not self.queues
+
+    def served_queues(self) -> list[str]:
+        """The names of the queues this backend serves: its ``QUEUES``, or with
+        an empty list every name in the registry (read from the server)."""
+        if self.queues:
+            return sorted(self.queues)
+        return registered_queues(get_connection())
+
+    def _register(self, name: str) -> None:
+        """Record queue ``name`` in the registry once per process and connection
+        (a backend serving any queue name only; one SADD, before the job's write,
+        so a worker that reads the registry finds every queue holding a job)."""
+        if self.queues:
+            return
+        connection = get_connection()
+        key = (name, id(connection))
+        if key in self._registered:
+            return
+        connection.sadd(QUEUE_REGISTRY, name)
+        self._registered = {k for k in self._registered if k[1] == id(connection)} | {key}
 
     def check_arguments(
         self, task: Task[Any, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
@@ -185,17 +231,13 @@ class FairLanesBackend(BaseTaskBackend):
                 "django_emq.enqueue_for(request.user, task, ...), wrap the call in "
                 "`with django_emq.lane(user):`, or add django_emq.lanes.LaneMiddleware."
             )
-        if not self.queues:
-            raise InvalidTask(
-                f"TASKS[{self.alias!r}]['QUEUES'] is empty: list the queue names "
-                "django-emq serves (system check emq.E007)"
-            )
         args, kwargs = _normalised(task, args, kwargs)
         run_after = task.run_after
         if run_after is not None and timezone.is_naive(run_after):
             run_after = timezone.make_aware(run_after)
         try:
             queue = self.engine(task.queue_name)
+            self._register(task.queue_name)
             enqueued = queue.enqueue(
                 lane,
                 task.module_path,
@@ -236,7 +278,7 @@ class FairLanesBackend(BaseTaskBackend):
             validate_job_id(result_id)
         except ValueError:
             raise TaskResultDoesNotExist(result_id) from None
-        for name in sorted(self.queues):
+        for name in self.served_queues():
             row = self.engine(name).job(result_id)
             if row is None:
                 continue
@@ -271,13 +313,28 @@ def _normalised(
     return normal_args, normal_kwargs
 
 
+def registered_queues(connection: Client) -> list[str]:
+    """The valid queue names in the registry, sorted (a name that cannot name a
+    queue, written by hand, is passed over)."""
+    names = []
+    for raw in connection.smembers(QUEUE_REGISTRY):
+        name = raw.decode() if isinstance(raw, bytes) else str(raw)
+        try:
+            validate_queue_name(name)
+        except ValueError:
+            continue
+        names.append(name)
+    return sorted(names)
+
+
 def configured_queues() -> dict[str, FairLanesBackend]:
-    """Every queue of every ``FairLanesBackend`` in ``TASKS``, by name."""
+    """Every queue of every ``FairLanesBackend`` in ``TASKS``, by name (for a
+    backend with ``QUEUES: []``, the registry's: read from the server)."""
     from django.tasks import task_backends
 
     found: dict[str, FairLanesBackend] = {}
     for backend in task_backends.all():
         if isinstance(backend, FairLanesBackend):
-            for name in sorted(backend.queues):
+            for name in backend.served_queues():
                 found.setdefault(name, backend)
     return dict(sorted(found.items()))

@@ -160,25 +160,25 @@ def check_schedules(
     return messages
 
 
-def _served_queues() -> set[str]:
-    """Every queue name a ``FairLanesBackend`` in ``TASKS`` serves."""
+def _served_queues() -> set[str] | None:
+    """Every queue name a ``FairLanesBackend`` in ``TASKS`` serves; ``None`` when
+    one serves any name (``QUEUES: []``)."""
     from django.tasks import task_backends
 
     from .backend import FairLanesBackend
 
-    return {
-        name
-        for backend in task_backends.all()
-        if isinstance(backend, FairLanesBackend)
-        for name in backend.queues
-    }
+    backends = [b for b in task_backends.all() if isinstance(b, FairLanesBackend)]
+    if any(b.serves_any_queue for b in backends):
+        return None
+    return {name for backend in backends for name in backend.queues}
 
 
 def _shard_problems(shards: Mapping[str, int]) -> list[CheckMessage]:
     """``emq.E005`` and ``emq.W003``: sharded queues against the queues of ``TASKS``."""
     if not shards:
         return []
-    served = _served_queues()
+    listed = _served_queues()
+    served = set() if listed is None else listed
     owners = {tag: name for name, count in shards.items() for tag in shard_tags(name, count)}
     messages: list[CheckMessage] = [
         Error(
@@ -196,6 +196,7 @@ def _shard_problems(shards: Mapping[str, int]) -> list[CheckMessage]:
             id="emq.W003",
         )
         for name in sorted(shards.keys() - served)
+        if listed is not None  # a backend serving any name may serve it
     ]
     return messages
 

@@ -63,7 +63,7 @@ def cancel(result_id: str, backend: str = "default") -> str:
         validate_job_id(result_id)
     except ValueError:
         raise TaskResultDoesNotExist(result_id) from None
-    for name in sorted(found.queues):
+    for name in found.served_queues():
         try:
             return found.engine(name).cancel(result_id)
         except JobNotFound:

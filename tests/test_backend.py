@@ -147,6 +147,33 @@ def test_queue_name_is_honoured(emq: redis.Redis, user: User) -> None:
     assert backend().get_result(result.id).id == result.id
 
 
+def test_enqueue_answers_the_enqueue_time_a_read_gives(emq: redis.Redis, user: User) -> None:
+    """The result enqueue returns carries the server's clock (the script's reply),
+    so it equals the result read back: enqueued_at included, deferred jobs too."""
+    later = tasks.add.using(run_after=timezone.now() + timedelta(minutes=5))
+    for task_ in (tasks.add, later):
+        result = enqueue_for(user, task_, 1, 2)
+        row = backend().queue("default").job(result.id)
+        assert row is not None
+        read = backend().get_result(result.id)
+        assert result.enqueued_at == read.enqueued_at
+        assert result.enqueued_at is not None
+        assert int(result.enqueued_at.timestamp() * 1000) == int(row["enq"])
+        assert result == read
+
+
+def test_bulk_enqueue_answers_each_rows_enqueue_time(emq: redis.Redis) -> None:
+    """``enqueue_many`` answers each job's enqueue time as its row holds it."""
+    queue = backend().queue("default")
+    answers = queue.enqueue_many(
+        [{"lane": lane_id("USR", pk), "task_path": tasks.add.module_path} for pk in (1, 2, 3)]
+    )
+    for answer in answers:
+        row = queue.job(answer.job_id)
+        assert row is not None
+        assert answer.enqueued_ms == int(row["enq"]) > 0
+
+
 def test_get_result_of_an_unknown_id_raises(emq: redis.Redis) -> None:
     with pytest.raises(TaskResultDoesNotExist):
         backend().get_result("JOBnothere")

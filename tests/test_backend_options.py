@@ -12,7 +12,6 @@ import redis
 from django.core.checks import CheckMessage
 from django.core.management import CommandError, call_command
 from django.tasks import TaskResultStatus, task_backends
-from django.tasks.exceptions import InvalidTask
 
 from django_emq import lane
 from django_emq.backend import FairLanesBackend
@@ -219,24 +218,16 @@ def test_options_that_are_not_a_dict_are_a_check_error(emq: redis.Redis, setting
     assert ids(backend().check()) == ["emq.E008"]
 
 
-def test_empty_queues_is_a_check_error(emq: redis.Redis, settings: Any) -> None:
+def test_empty_queues_is_any_queue_name(emq: redis.Redis, settings: Any) -> None:
+    """Django's ``QUEUES: []``: no check error, the enqueue registers its queue
+    and a burst worker serves it (tests/test_any_queue.py: a running worker)."""
     settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []}}
-    messages = backend().check()
-    assert ids(messages) == ["emq.E007"]
-    assert "QUEUES" in messages[0].msg
-
-
-def test_empty_queues_refuses_enqueue_and_writes_nothing(emq: redis.Redis, settings: Any) -> None:
-    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []}}
-    with lane(A), pytest.raises(InvalidTask, match="QUEUES'\\] is empty"):
-        tasks.add.enqueue(1, 2)
-    assert emq.dbsize() == 0
-
-
-def test_empty_queues_is_a_command_error_for_the_worker(emq: redis.Redis, settings: Any) -> None:
-    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []}}
-    with pytest.raises(CommandError, match="QUEUES'\\] is empty"):
-        call_command("run_emq_worker", "--burst", verbosity=0)
+    assert ids(backend().check()) == []
+    with lane(A):
+        result = tasks.add.enqueue(1, 2)
+    assert backend().served_queues() == ["default"]
+    call_command("run_emq_worker", "--burst", verbosity=0)
+    assert backend().get_result(result.id).return_value == 3
 
 
 def test_two_aliases_on_one_queue_are_a_check_warning(emq: redis.Redis, settings: Any) -> None:

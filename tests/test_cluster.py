@@ -295,6 +295,27 @@ def test_jobs_of_several_queues_land_on_different_nodes(
     reset_connection()
 
 
+@pytest.mark.django_db
+def test_any_queue_name_on_a_cluster(
+    on_cluster: RedisCluster, cluster: ValkeyCluster, settings: Any
+) -> None:
+    """``QUEUES: []``: the registry ``emq:queues`` (a slot of its own) names
+    queues on every primary, and a worker serves them all."""
+    names = ["default", "other", "b"]  # slots 5718, 11361 and 3300
+    settings.TASKS = {"default": {"BACKEND": "django_emq.backend.FairLanesBackend", "QUEUES": []}}
+    results = {}
+    for name in names:
+        with lane(lane_id("USR", 7)):
+            results[name] = [tasks.add.using(queue_name=name).enqueue(i, 1) for i in range(3)]
+    assert backend().served_queues() == sorted(names)
+    homes = {node_of(cluster, backend().queue(name)) for name in names}
+    assert sorted(homes) == sorted(node.port for node in cluster.primaries)
+    call_command("run_emq_worker", "--burst", "--lease", "5", verbosity=0)
+    for name in names:
+        assert [backend().get_result(r.id).return_value for r in results[name]] == [1, 2, 3]
+    reset_connection()
+
+
 def test_the_shards_of_a_queue_live_on_three_primaries(
     cc: RedisCluster, cluster: ValkeyCluster
 ) -> None:

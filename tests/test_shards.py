@@ -553,6 +553,30 @@ def test_the_backend_runs_tasks_on_a_sharded_queue(sharded: ShardedQueue) -> Non
 
 
 @pytest.mark.django_db
+def test_enqueue_on_a_sharded_queue_answers_the_time_a_read_gives(
+    sharded: ShardedQueue,
+) -> None:
+    """Single and bulk enqueues on a sharded queue answer each row's own
+    enqueue time (the server clock of the shard that holds it)."""
+    from django_emq import lane as riding
+
+    for pk in range(1, 7):
+        with riding(lane_id("USR", pk)):
+            result = tasks.add.enqueue(pk, 1)
+        read = backend().get_result(result.id)
+        assert result.enqueued_at == read.enqueued_at
+        assert result == read
+    answers = sharded.enqueue_many(
+        [{"lane": lane_id("USR", pk), "task_path": TASK} for pk in range(1, 13)]
+    )
+    assert {job_shard(a.job_id, S) for a in answers} == {0, 1, 2}
+    for answer in answers:
+        row = sharded.job(answer.job_id)
+        assert row is not None
+        assert answer.enqueued_ms == int(row["enq"]) > 0
+
+
+@pytest.mark.django_db
 def test_the_admin_shows_and_acts_on_a_sharded_queue(
     sharded: ShardedQueue, django_user_model: Any
 ) -> None:

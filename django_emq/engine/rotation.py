@@ -39,6 +39,11 @@ class Rotation[M]:
         #: index -> monotonic time until which it is taken for empty
         self._empty: dict[int, float] = {}
 
+    def add(self, member: M) -> None:
+        """Take ``member`` in turn too, after the others (a worker serving any
+        queue name adds each queue the registry gains)."""
+        self.members = (*self.members, member)
+
     def leaves(self) -> list[Any]:
         """Every member, a nested rotation's leaves in its place."""
         return [

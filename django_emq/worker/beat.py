@@ -104,6 +104,8 @@ class Beat:
     def _by_runner(self) -> list[tuple[AsyncRunner, list[Shard]]]:
         """Shards that one pipeline may serve: all of them on one server, one
         shard at a time on a cluster."""
+        if not self.shards:  # serving any queue, and none registered yet
+            return []
         runner = self.shards[0].runner
         if runner.clustered:
             return [(s.runner, [s]) for s in self.shards]

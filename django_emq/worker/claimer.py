@@ -46,6 +46,11 @@ class Claimer:
         #: worker. The health file is not touched meanwhile (see :class:`.beat.Beat`).
         self.failing = False
 
+    def add_shards(self, shards: list[Shard]) -> None:
+        """Serve ``shards`` too (already in the rotation): park on their wake lists."""
+        self.shards = [*self.shards, *shards]
+        self._wake = self._parking.wake_groups([s.keys.wake for s in self.shards])
+
     async def run(self) -> None:
         core = self.core
         glitches = Glitches("claim")
@@ -100,6 +105,9 @@ class Claimer:
             await asyncio.sleep(0.1)
 
     async def _park_until_woken(self) -> None:
+        if not self.shards:  # serving any queue, and none registered yet
+            await asyncio.sleep(self.plan.beat_s)
+            return
         try:
             await self._parking.park(self._wake, self.plan.beat_s)
         except UNAVAILABLE as exc:

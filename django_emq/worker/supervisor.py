@@ -14,6 +14,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import redis
@@ -23,6 +25,7 @@ from ..backend import FairLanesBackend
 from ..conf import emq_settings
 from ..connection import unsupported_reason, version_from_info
 from ..engine.exceptions import unreachable
+from ..engine.rotation import Rotation
 from ..engine.runner import AsyncRunner
 from ..exceptions import UNAVAILABLE, ConfigurationError
 from ..schedules import tick
@@ -33,6 +36,7 @@ from .core import Core
 from .execute import Policy
 from .glitches import Glitches
 from .options import WorkerOptions, plan
+from .outcomes import CALL_ERRORS
 from .recorder import Recorder
 from .shard import Shard, Shards, rotation
 from .stopping import LEFT_BEHIND_AFTER, run_bounded, wind_down
@@ -51,11 +55,14 @@ class Worker:
         self.backend = backend
         self.options = options
         self.plan = plan(options, backend.alias)
-        names = options.queues or sorted(backend.queues)
-        unknown = sorted(set(names) - backend.queues)
+        names = options.queues or backend.served_queues()
+        unknown = sorted(set(names) - backend.queues) if backend.queues else []
         if unknown:
             raise ValueError(f"queue(s) {', '.join(unknown)} not in the backend's QUEUES")
         self.queues = [backend.engine(name) for name in names]
+        #: ``QUEUES: []`` and no ``--queue``: every beat re-reads the registry and
+        #: serves the queues it gained.
+        self.discovering = backend.serves_any_queue and not options.queues
         self.worker_id = self.plan.worker_id
         self.policy = Policy(
             backend.alias, self.plan.retry_backoff, self.plan.retry_backoff_max,
@@ -135,7 +142,7 @@ class Worker:
             core.stopping = True
         try:
             if await self._wait_for_server(client, core):
-                await self._work(core, turns, parking)
+                await self._work(core, turns, parking, runner)
         finally:
             self.counts = dict(core.counts)
             for signum, previous in installed.items():
@@ -168,7 +175,9 @@ class Worker:
             return True
         return False
 
-    async def _work(self, core: Core, turns: Shards, parking: AsyncClient) -> None:
+    async def _work(
+        self, core: Core, turns: Shards, parking: AsyncClient, runner: AsyncRunner
+    ) -> None:
         p = self.plan
         shards = turns.leaves()
         started_ms = int(time.time() * 1000)
@@ -187,6 +196,11 @@ class Worker:
         )  # fmt: skip
         claimer = Claimer(core, turns, parking)
         recorder = Recorder(shards)
+        grow = (
+            partial(self._grow, turns, runner, beat, claimer, recorder)
+            if self.discovering
+            else None
+        )
         logger.info(
             "worker %s on %s, concurrency %d (%d threads for sync tasks), lease %.1fs",
             p.worker_id, ", ".join(q.name for q in self.queues), p.concurrency, p.threads,
@@ -200,7 +214,7 @@ class Worker:
         duties = [
             asyncio.create_task(self._guard(claimer.run(), core)),
             asyncio.create_task(self._guard(core.outcomes.run(p.beat_s), core)),
-            asyncio.create_task(self._guard(self._beats(beat, core), core)),
+            asyncio.create_task(self._guard(self._beats(beat, core, grow), core)),
             asyncio.create_task(self._guard(recorder.run(), core)),
         ]
         self._crash: BaseException | None = None
@@ -241,13 +255,17 @@ class Worker:
             core.stopping = True
             core.changed.set()
 
-    async def _beats(self, beat: Beat, core: Core) -> None:
+    async def _beats(
+        self, beat: Beat, core: Core, grow: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         last_summary = time.monotonic()
         glitches = Glitches("beat")
         while True:
             started = time.monotonic()
             with glitches:
                 await beat(list(core.held.values()))
+                if grow is not None:  # after the beat: the leases are extended first
+                    await grow()
             if time.monotonic() - last_summary >= SUMMARY_EVERY:
                 last_summary = time.monotonic()
                 self._summary(core)
@@ -260,6 +278,31 @@ class Worker:
             ", ".join(f"{k} {core.counts[k]}" for k in ("done", "retry", "dead", "stale")),
             core.executing,
         )
+
+    async def _grow(
+        self, turns: Shards, runner: AsyncRunner, beat: Beat, claimer: Claimer, recorder: Recorder
+    ) -> None:
+        """Serve the queues the registry gained since the last read (a backend
+        with ``QUEUES: []``): each joins the rotation, the claimer's parking,
+        the beat and the history recorder."""
+        served = {q.name for q in self.queues}
+        try:
+            names = await asyncio.to_thread(self.backend.served_queues)
+        except CALL_ERRORS as exc:  # never fatal, and never the beat's: next beat
+            logger.warning("cannot read the queue registry (%s); will retry", exc)
+            return
+        for name in names:
+            if name in served:
+                continue
+            queue = self.backend.engine(name)
+            member = _member(queue, runner)
+            leaves = member.leaves() if isinstance(member, Rotation) else [member]
+            turns.add(member)
+            self.queues.append(queue)
+            beat.shards.extend(leaves)
+            recorder.shards.extend(leaves)
+            claimer.add_shards(leaves)
+            logger.info("worker %s: now serving queue %s", self.worker_id, name)
 
 
 def _member(queue: Any, runner: AsyncRunner) -> Shard | Shards:

@@ -68,7 +68,7 @@ class Command(BaseCommand):
         found: dict[str, FairLanesBackend] = {}
         for backend in task_backends.all():
             if isinstance(backend, FairLanesBackend):
-                for name in sorted(backend.queues):
+                for name in backend.served_queues():
                     found.setdefault(name, backend)
         if not found:
             raise CommandError("no FairLanesBackend in TASKS")

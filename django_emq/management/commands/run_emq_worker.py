@@ -22,7 +22,7 @@ from django.utils import autoreload
 
 from django_emq.backend import FairLanesBackend
 from django_emq.conf_table import FLAGGED, Setting
-from django_emq.engine.exceptions import unreachable
+from django_emq.engine.exceptions import UNAVAILABLE, unreachable
 from django_emq.engine.records import WORKER_ID_RE
 from django_emq.exceptions import ConfigurationError
 from django_emq.worker import Worker, WorkerOptions
@@ -115,7 +115,8 @@ class Command(BaseCommand):
             action="append",
             dest="queues",
             default=[],
-            help="queue to serve (repeatable; default: every queue of the backend)",
+            help="queue to serve (repeatable; default: every queue of the backend, or with "
+            "QUEUES: [] every queue its enqueues registered, re-read each beat)",
         )
         parser.add_argument(
             "--concurrency",
@@ -164,11 +165,6 @@ class Command(BaseCommand):
                 f"TASKS[{options['backend']!r}] is {type(backend).__name__}, not "
                 "django_emq.backend.FairLanesBackend"
             )
-        if not backend.queues:
-            raise CommandError(
-                f"TASKS[{options['backend']!r}]['QUEUES'] is empty: list the queues to serve "
-                "(system check emq.E007)"
-            )
         worker_options = WorkerOptions(
             queues=options["queues"],
             concurrency=options["concurrency"],
@@ -186,7 +182,11 @@ class Command(BaseCommand):
                     break
                 except (ValueError, ConfigurationError) as exc:
                     raise CommandError(str(exc)) from None
-                except redis.ConnectionError as exc:  # a cluster client connects at once
+                except redis.ResponseError as exc:  # QUEUES: [] and a registry it cannot read
+                    raise CommandError(f"cannot read the queue registry: {exc}") from None
+                except UNAVAILABLE as exc:
+                    # The server away: a cluster client connects at once, and a
+                    # backend with QUEUES: [] reads the registry.
                     logger.warning("%s; retrying in %gs", unreachable(exc), START_RETRY)
                     time.sleep(START_RETRY)
             worker.install_signal_handlers()
