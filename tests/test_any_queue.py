@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from typing import Any
 
 import pytest
@@ -110,6 +109,12 @@ def test_the_worker_serves_queues_registered_before_and_after_it_started(
     assert registry(emq) == {"photos", "mail"}
 
 
+def failed_reads(r: redis.Redis) -> int:
+    """SMEMBERS calls the server refused (``INFO commandstats`` failed_calls)."""
+    stats: dict[str, dict[str, Any]] = r.info("commandstats")
+    return int(stats.get("cmdstat_smembers", {}).get("failed_calls", 0))
+
+
 def test_an_unreadable_registry_never_stops_the_worker(
     emq: redis.Redis, settings: Any, processes: list[subprocess.Popen[bytes]]
 ) -> None:
@@ -122,9 +127,12 @@ def test_an_unreadable_registry_never_stops_the_worker(
         worker_process("--backend", "anyq", settings_module="tests.any_queue_settings")
     )
     wait_for(lambda: "first" in runs(emq), what="the first job ran")
+    before = failed_reads(emq)
     emq.delete(QUEUE_REGISTRY)
     emq.set(QUEUE_REGISTRY, "not a set")
-    time.sleep(2.5)  # two beats: each reads the registry and is refused
+    # two beats read the registry and are refused (WRONGTYPE): the server counts
+    # them as failed SMEMBERS calls (wait for the count, not for a time)
+    wait_for(lambda: failed_reads(emq) >= before + 2, what="two refused reads of the registry")
     with lane(A):  # this process registered photos already: no SADD
         tasks.record.using(backend="anyq", queue_name="photos").enqueue("second")
     wait_for(lambda: "second" in runs(emq), what="the second job ran")
