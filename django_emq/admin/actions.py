@@ -26,6 +26,17 @@ MAX_IDS = 500
 Outcome = tuple[int, str] | tuple[int, str, str]
 
 
+def check_job_ids(ids: list[str]) -> None:
+    """``ValidationError`` naming the first of ``ids`` that is no job id."""
+    for job_id in ids:
+        try:
+            validate_job_id(job_id)
+        except ValueError:
+            raise forms.ValidationError(
+                _("%(id)r is not a job id.") % {"id": job_id[:40]}
+            ) from None
+
+
 class JobIdsField(forms.Field):
     """Job ids posted as repeated ``job`` fields (the checkboxes of a listing)."""
 
@@ -44,13 +55,7 @@ class JobIdsField(forms.Field):
             raise forms.ValidationError(
                 _("Select at most %(max)d jobs at once.") % {"max": MAX_IDS}
             )
-        for job_id in value:
-            try:
-                validate_job_id(job_id)
-            except ValueError:
-                raise forms.ValidationError(
-                    _("%(id)r is not a job id.") % {"id": job_id[:40]}
-                ) from None
+        check_job_ids(value)
 
 
 class NoFieldsForm(forms.Form):

@@ -24,9 +24,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from ..engine import bulk, listing
-from ..engine.ids import validate_job_id, validate_task_path
+from ..engine.ids import validate_task_path
 from ..engine.shards import AnyQueue
-from .actions import cancelled_message, form_errors
+from .actions import cancelled_message, check_job_ids, form_errors
 from .base import ConsoleAdmin
 
 #: Most jobs "cancel the jobs found" takes: every page a search may show.
@@ -58,13 +58,7 @@ class SearchForm(forms.Form):
         ids: list[str] = str(self.cleaned_data["ids"]).split()
         if len(ids) > MOST_FOUND:
             raise forms.ValidationError(_("Too many jobs."))
-        for job_id in ids:
-            try:
-                validate_job_id(job_id)
-            except ValueError:
-                raise forms.ValidationError(
-                    _("%(id)r is not a job id.") % {"id": job_id[:40]}
-                ) from None
+        check_job_ids(ids)
         return ids
 
 
