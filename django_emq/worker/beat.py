@@ -18,13 +18,11 @@ from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
 
-from ..engine import ops
 from ..engine.payload import text
 from ..engine.rows import heartbeat, heartbeat_is_stale
 from ..engine.runner import AsyncRunner
 from ..engine.worker_control import incarnation, parse_stop
-from ..exceptions import JobError
-from .jobs import Job
+from .jobs import Job, extended, extensions
 from .outcomes import CALL_ERRORS
 from .shard import Shard
 
@@ -118,21 +116,16 @@ class Beat:
         if not jobs:
             return
         sent = time.monotonic()
-        extend = [ops.extend(j.shard.queue, j.job_id, j.claim.token, self.lease_ms) for j in jobs]
-        answers = await runner.run_many(extend)
-        for job, answer in zip(jobs, answers, strict=True):
-            if isinstance(answer, JobError):
-                if not job.settled:  # else it just finished: nothing lost
-                    job.lost = True
-                    logger.warning(
-                        "job %s: lease expired before it could be extended; another worker "
-                        "may run it, and this run's outcome will be refused",
-                        job.job_id,
-                    )
-                continue
-            if isinstance(answer, Exception):
-                raise answer
-            job.lease_until = sent + self.lease_ms / 1000
+        answers = await runner.run_many(extensions(jobs, self.lease_ms))
+        lost, error = extended(jobs, answers, sent, self.lease_ms)
+        for job in lost:
+            logger.warning(
+                "job %s: lease expired before it could be extended; another worker "
+                "may run it, and this run's outcome will be refused",
+                job.job_id,
+            )
+        if error is not None:
+            raise error
 
     def _incarnation(self) -> str:
         """This process as a stop request names it (its start time and pid)."""

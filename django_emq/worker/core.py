@@ -340,7 +340,7 @@ class Core:
         if coros:
             self.tasks.spawn(send_batch(task_finished, coros))
 
-    def cut_coroutines(self) -> list[Job]:
+    def cut_coroutines(self) -> None:
         """Past the grace: cancel the coroutine jobs still running. Whatever they
         do with the cancel, their outcome is not recorded (they are released,
         see :func:`.stopping.wind_down`), and their tasks are no longer waited
@@ -349,4 +349,3 @@ class Core:
         for job, task in cut:
             self.tasks.forget(task)
             self._stopped_executing(job)
-        return [job for job, _ in cut]

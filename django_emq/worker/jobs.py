@@ -7,6 +7,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..engine import ops
+from ..engine.exceptions import JobError
+from ..engine.ops import Op
 from ..engine.records import Claim
 from .shard import Shard
 
@@ -92,3 +95,32 @@ class Coroutines(dict["Job", "asyncio.Task[Any]"]):
             task.set_name(f"job {job.job_id} ({job.claim.task_path})")
             task.cancel()
         return cut
+
+
+def extensions(jobs: list[Job], lease_ms: int) -> list[Op[int]]:
+    """One extend operation per held job, each fenced by its claim's token (the
+    beat's and the loop watchdog's alike)."""
+    return [ops.extend(j.shard.queue, j.job_id, j.claim.token, lease_ms) for j in jobs]
+
+
+def extended(
+    jobs: list[Job], answers: list[Any], sent: float, lease_ms: int
+) -> tuple[list[Job], Exception | None]:
+    """Apply the answers to :func:`extensions` sent at ``sent`` (monotonic): a
+    granted lease runs ``lease_ms`` from then; a refused one (the lease moved on:
+    expired and reaped, or the row is gone) marks its job lost, so it is not
+    extended again and, waiting, never starts. Returns the jobs newly lost (not
+    those that finished meanwhile: nothing is lost there) and the first other
+    error, for the caller to handle."""
+    lost: list[Job] = []
+    error: Exception | None = None
+    for job, answer in zip(jobs, answers, strict=True):
+        if isinstance(answer, JobError):
+            if not job.settled:
+                job.lost = True
+                lost.append(job)
+        elif isinstance(answer, Exception):
+            error = error or answer
+        else:
+            job.lease_until = sent + lease_ms / 1000
+    return lost, error

@@ -21,9 +21,8 @@ logger = logging.getLogger("django_emq.worker")
 class Recorder:
     """Sends ``shards``' tallies, off the hot path."""
 
-    def __init__(self, shards: Sequence[Shard], every: float = RECORD_EVERY) -> None:
+    def __init__(self, shards: Sequence[Shard]) -> None:
         self.shards = list(shards)
-        self.every = every
 
     async def record(self) -> bool:
         """Send every shard's tally now; False when a server could not take one
@@ -42,6 +41,6 @@ class Recorder:
         away is tried again the next time)."""
         glitches = Glitches("recording history")
         while True:
-            await asyncio.sleep(self.every)
+            await asyncio.sleep(RECORD_EVERY)
             with glitches:
                 await self.record()

@@ -72,6 +72,8 @@ class Shard:
         """Send the waits and finished jobs gathered since the last call, in one
         round trip (nothing when there are none). What the server could not take
         is kept for the next call, and the error raised."""
+        if not self.tally:  # most rounds of an idle worker: nothing to build
+            return
         taken = self.tally.take()
         record = ops.record_history(self.queue, taken)
         if not record:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from ..engine import ops
 from ..engine.runner import SyncRunner
-from ..exceptions import JobError
+from .jobs import extended, extensions
 
 if TYPE_CHECKING:
     from .core import Core
@@ -134,17 +134,12 @@ class LoopWatch:
         lease_ms = self.core.plan.lease_ms
         for runner, jobs in _by_queue(self._held()):
             sent = time.monotonic()
-            calls = [ops.extend(j.shard.queue, j.job_id, j.claim.token, lease_ms) for j in jobs]
             try:
-                answers = runner.run_many(calls)
+                answers = runner.run_many(extensions(jobs, lease_ms))
             except Exception as exc:  # the server away: the leases may run out
                 logger.warning("watchdog: could not extend the leases (%r)", exc)
                 continue
-            for job, answer in zip(jobs, answers, strict=True):
-                if isinstance(answer, JobError):
-                    job.lost = True
-                elif not isinstance(answer, Exception):
-                    job.lease_until = sent + lease_ms / 1000
+            extended(jobs, answers, sent, lease_ms)  # another error: tried again next time
 
     def _give_up(self) -> None:
         """The worker outlived its stop deadline: release what it holds and exit."""
