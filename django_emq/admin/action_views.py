@@ -16,7 +16,7 @@ from django.http import (
     HttpResponseRedirect,
 )
 from django.template.response import TemplateResponse
-from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
 from ..engine import browse
@@ -64,14 +64,6 @@ class ActionViews(ConsoleAdmin):
             go_on = {**form.cleaned_data, "cursor": cursor[0]}
             return self._confirm(request, queue, lane, spec, go_on, back)
         return HttpResponseRedirect(back)
-
-    @staticmethod
-    def _next(request: HttpRequest, target: str | None, default: str) -> str:
-        if target and url_has_allowed_host_and_scheme(
-            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        ):
-            return target
-        return default
 
     def _confirm(
         self,

@@ -15,6 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponseBase
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 
 from ..engine.exceptions import CorruptKeyspace, script_error
@@ -112,6 +113,16 @@ class ConsoleAdmin(ModelAdmin):
             "refresh_seconds": self.refresh_seconds,
             "refresh_url": "?" + query.urlencode(),
         }
+
+    @staticmethod
+    def _next(request: HttpRequest, target: str | None, default: str) -> str:
+        """``target`` (a form's ``next``) when it is a safe place to send the
+        operator back to (this host, no scheme downgrade), else ``default``."""
+        if target and url_has_allowed_host_and_scheme(
+            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
+            return target
+        return default
 
     def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
         return {

@@ -19,7 +19,7 @@ from django.http import (
     HttpResponseRedirect,
 )
 from django.template.response import TemplateResponse
-from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
@@ -92,15 +92,7 @@ class BulkActionViews(ConsoleAdmin):
             raise Http404(_("No bulk action %(action)s.") % {"action": action})
         queue = self._queue(queue_name)
         list_url = self._url("changelist") + "?" + urlencode({"queue": queue.name})
-        target = request.POST.get("next")
-        back = (
-            target
-            if target
-            and url_has_allowed_host_and_scheme(
-                target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-            )
-            else list_url
-        )
+        back = self._next(request, request.POST.get("next"), list_url)
         form = form_class(request.POST)
         if not form.is_valid():
             messages.error(

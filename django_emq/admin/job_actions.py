@@ -16,13 +16,14 @@ from django.http import (
     HttpResponseRedirect,
 )
 from django.template.response import TemplateResponse
-from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from ..engine import bulk
 from ..engine.ids import validate_job_id, validate_lane
 from ..engine.payload import text
+from ..engine.rows import Row
 from ..engine.shards import AnyQueue
 from ..exceptions import EMQError, InvalidJobState, JobNotFound
 from .actions import DeadJobsForm, form_errors
@@ -75,15 +76,6 @@ class RunAgainForm(forms.Form):
 class JobActionViews(ConsoleAdmin):
     """The job actions and the dead-jobs bulk actions; the admin supplies the rest."""
 
-    @staticmethod
-    def _back(request: HttpRequest, default: str) -> str:
-        target = request.POST.get("next")
-        if target and url_has_allowed_host_and_scheme(
-            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        ):
-            return target
-        return default
-
     def job_action_view(
         self, request: HttpRequest, queue_name: str, job_id: str, action: str
     ) -> HttpResponseBase:
@@ -97,7 +89,9 @@ class JobActionViews(ConsoleAdmin):
             validate_job_id(job_id)
         except ValueError:
             raise Http404(_("No job %(id)s.") % {"id": job_id[:40]}) from None
-        back = self._back(request, self._url("detail", queue.name, job_id))
+        back = self._next(
+            request, request.POST.get("next"), self._url("detail", queue.name, job_id)
+        )
         if action == "run-again":
             return self._run_again(request, queue, job_id, back)
         try:
@@ -126,46 +120,50 @@ class JobActionViews(ConsoleAdmin):
             )
             return HttpResponseRedirect(back)
         lane = form.cleaned_data["lane"]
-        row = queue.job(job_id)
-        if row is None or row.get("state") not in bulk.ENDED:
-            messages.error(
-                request,
-                _("Job %(id)s no longer exists.") % {"id": job_id}
-                if row is None
-                else _("Job %(id)s has not ended: it cannot run again.") % {"id": job_id},
-            )
-            return HttpResponseRedirect(back)
         if request.POST.get("confirmed") != "yes":
+            row = queue.job(job_id)
+            if row is None:
+                return self._cannot_run_again(request, JobNotFound(job_id, "gone"), job_id, back)
+            if row.get(Row.STATE) not in bulk.ENDED:
+                return self._cannot_run_again(
+                    request, InvalidJobState(job_id, "not ended"), job_id, back
+                )
             context = self._context(
                 request,
                 _("Are you sure?"),
                 queue=queue.name,
                 action="run-again",
                 job_id=job_id,
-                task=row.get("task", ""),
-                target=lane or row.get("group", ""),
+                task=row.get(Row.TASK, ""),
+                target=lane or row.get(Row.LANE, ""),
                 fields={"lane": lane} if lane else {},
                 ids=[],
                 back=back,
                 list_url=self._url("changelist") + "?" + urlencode({"queue": queue.name}),
             )
             return TemplateResponse(request, "admin/django_emq/bulk_confirm.html", context)
-        try:
+        try:  # confirmed: run_again reads the row itself and refuses as above
             new_id = bulk.run_again(queue, job_id, lane)
-        except JobNotFound:
-            messages.error(request, _("Job %(id)s no longer exists.") % {"id": job_id})
-            return HttpResponseRedirect(back)
-        except InvalidJobState:
-            messages.error(
-                request, _("Job %(id)s has not ended: it cannot run again.") % {"id": job_id}
-            )
-            return HttpResponseRedirect(back)
-        except (ValueError, EMQError) as exc:  # a lane full (LaneFull), a row unreadable
-            messages.error(request, f"{exc}")
-            return HttpResponseRedirect(back)
+        except (ValueError, EMQError) as exc:  # gone, not ended, a lane full, a row unreadable
+            return self._cannot_run_again(request, exc, job_id, back)
         text_ = _("Job %(new)s enqueued: a copy of job %(id)s.") % {"new": new_id, "id": job_id}
         messages.success(request, text_)
         return HttpResponseRedirect(self._url("detail", queue.name, new_id))
+
+    @staticmethod
+    def _cannot_run_again(
+        request: HttpRequest, exc: Exception, job_id: str, back: str
+    ) -> HttpResponseBase:
+        """Say why job ``job_id`` cannot run again (gone, not ended, or what the
+        engine refused); nothing was changed."""
+        if isinstance(exc, JobNotFound):
+            text_ = _("Job %(id)s no longer exists.") % {"id": job_id}
+        elif isinstance(exc, InvalidJobState):
+            text_ = _("Job %(id)s has not ended: it cannot run again.") % {"id": job_id}
+        else:
+            text_ = f"{exc}"
+        messages.error(request, text_)
+        return HttpResponseRedirect(back)
 
     def _run_job_action(
         self, request: HttpRequest, queue: AnyQueue, job_id: str, action: str
@@ -220,7 +218,7 @@ class JobActionViews(ConsoleAdmin):
             raise Http404(_("No dead-jobs action %(action)s.") % {"action": action})
         queue = self._queue(queue_name)
         list_url = self._url("changelist") + "?" + urlencode({"queue": queue.name, "state": "dead"})
-        back = self._back(request, list_url)
+        back = self._next(request, request.POST.get("next"), list_url)
         form = DeadJobsForm(request.POST)
         if not form.is_valid():
             messages.error(
