@@ -36,8 +36,8 @@
 
   Returns the number of first starts whose wait began at their due time.
 ]]
--- @include "count_event"
 -- @include "counted"
+-- @include "finished_jobs"
 -- @include "history"
 -- @include "now_ms"
 -- @include "wait_bucket"
@@ -59,19 +59,11 @@ local function move(key, from, to, ttl)
   counted(key, to, 1, ttl)
 end
 
-local nf = tonumber(nextArg())
-if nf > 0 then
-  local now = nowMs()
-  local members = {}
-  for i = 1, nf do
-    members[2 * i - 1] = now
-    members[2 * i] = nextArg()
-  end
-  redis.pcall('ZADD', KEYS[1], unpack(members))
-  -- trims nothing while the window is not full: one command either way
-  redis.pcall('ZREMRANGEBYRANK', KEYS[1], 0, -FINISHED_WINDOW - 1)
-  countEvent(prefix, now, 'done', nf)
-end
+local finished = {}
+for i = 1, tonumber(nextArg()) do finished[i] = nextArg() end
+-- the window is KEYS[1] (<prefix>finished, named for the cluster's routing);
+-- the clock is read only when there is something to stamp
+if #finished > 0 then finishedJobs(prefix, finished, nowMs(), 'done') end
 
 for _ = 1, tonumber(nextArg()) do
   local minute, bucket, n = nextArg(), nextArg(), nextArg()
