@@ -118,7 +118,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     local popped = redis.pcall('ZPOPMIN', pendingKey, k)
     if popped.err then return nil, {pendingKey, popped.err} end
     local laneActive = laneActiveKey(prefix, lane)
-    local rows, suspect, n = {}, false, 0
+    local rows, keys, suspect, n = {}, {}, false, 0
     for i = 1, #popped, 2 do
       local jk = jobKey(prefix, popped[i])
       -- One read and one write of the row per job (the hot path's cost): the
@@ -130,7 +130,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
         return nil, {jk, row.err}
       end
       n = n + 1
-      rows[n] = row
+      rows[n], keys[n] = row, jk
       -- A job whose lease expired before ends the claim: the rest of the turn
       -- goes back, in its mint places.
       if (tonumber(row[6]) or 0) > 0 then
@@ -151,8 +151,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
       return nil, {laneActive, added.err}
     end
     for j = 1, n do
-      local id, row = popped[2 * j - 1], rows[j]
-      local jk = jobKey(prefix, id)
+      local id, row, jk = popped[2 * j - 1], rows[j], keys[j]
       local token = (tonumber(row[5]) or 0) + 1
       local fields = {'attempts', token, 'state', 'active', 'claimed', now, 'worker', worker}
       local workers, started = worker, now

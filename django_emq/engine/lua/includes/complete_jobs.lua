@@ -51,7 +51,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   -- reads: fence every job (a job named twice is refused the second time)
   for i = first, #argv, 3 do
     local id = argv[i]
-    local lane, try, first = fence(jobKey(prefix, id), argv[i + 1])
+    local lane, try, fresh = fence(jobKey(prefix, id), argv[i + 1])
     if type(lane) == 'string' and seen[id] then lane = -2 end
     if type(lane) == 'number' then
       codes[#codes + 1] = lane
@@ -59,7 +59,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       seen[id] = true
       codes[#codes + 1] = 1
       done[#done + 1] = i
-      if not first then tries[i] = try end  -- a first attempt ends at `finished`
+      if not fresh then tries[i] = try end  -- a first attempt ends at `finished`
       local ids = byLane[lane]
       if not ids then
         ids = {}

@@ -12,24 +12,25 @@
 -- many of its in-flight jobs the writes finish. The caller then checks
 -- .ring and .wake and calls enterRing. The lane's tenant is looked up (and
 -- its ring's type checked when the lane joins it).
--- Q needs .onring, .paused, .ceilings; pendingKey locates the queue's
--- throttled set (derived: <prefix>throttled); a capped lane's in-flight
+-- Q needs .onring (the queue's prefix is read from it), .paused, .ceilings;
+-- derived: <prefix>throttled, the rate-limited lanes; a capped lane's in-flight
 -- count is the size of its active set (derived: <prefix>g:<lane>:active).
 local function willJoin(Q, lane, pendingKey, depth, inflightDrop)
-  local tenant = tenantOf(prefixOfQ(Q), lane)  -- [tenants]
+  local prefix = prefixOfQ(Q)
+  local tenant = tenantOf(prefix, lane)  -- [tenants]
   if guard(Q.onring, 'SISMEMBER', Q.onring, lane) == 1 then return false end
   if depth == nil then depth = guard(pendingKey, 'ZCARD', pendingKey) end
   if depth <= 0 then return false end
   if guard(Q.paused, 'SISMEMBER', Q.paused, lane) == 1 then return false end
   local ceiling = tonumber(guard(Q.ceilings, 'HGET', Q.ceilings, lane))
   if ceiling then
-    local laneActive = laneActiveKey(prefixOfQ(Q), lane)
+    local laneActive = laneActiveKey(prefix, lane)
     local inflight = guard(laneActive, 'ZCARD', laneActive)
     if inflight - inflightDrop >= ceiling then return false end
   end
   -- a rate-limited lane waiting for its next slot (includes/rate.lua)
-  local throttled = string.sub(pendingKey, 1, -(#lane + 11)) .. 'throttled'
+  local throttled = prefix .. 'throttled'
   if guard(throttled, 'ZSCORE', throttled, lane) then return false end
-  if tenant then checkTenantRing(prefixOfQ(Q), tenant) end  -- [tenants] it joins that ring
+  if tenant then checkTenantRing(prefix, tenant) end  -- [tenants] it joins that ring
   return true
 end
