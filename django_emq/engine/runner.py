@@ -199,12 +199,20 @@ class Steps:
         """Make ``call`` runnable after ``reply`` refused it: True once its code
         is loaded (falling back to ``EVALSHA`` if Functions were refused), False
         for any other error."""
-        if self.functions and no_functions(reply):
-            self.fall_back()
-        elif not missing_code(reply):
+        if not self.needs_code(reply):
             return False
         await self.load_code(call)
         return True
+
+    def needs_code(self, reply: Any) -> bool:
+        """``reply`` says its call did not run for want of code the server can be
+        given: the library or script is missing, or Functions were refused (then
+        every call on this client runs by ``EVALSHA`` from now on)."""
+        if no_functions(reply):
+            if self.functions:
+                self.fall_back()
+            return True
+        return missing_code(reply)
 
     async def load_code(self, call: Call) -> None:
         """Load the library (or, without Functions, ``call``'s script) where
@@ -245,11 +253,7 @@ class Steps:
         Functions: they did not run) are run again once it is loaded, in one
         more round trip."""
         replies = await self._pipelined(batch)
-        if self.functions and any(no_functions(reply) for reply in replies):
-            self.fall_back()
-        missing = [
-            i for i, reply in enumerate(replies) if missing_code(reply) or no_functions(reply)
-        ]
+        missing = [i for i, reply in enumerate(replies) if self.needs_code(reply)]
         if missing:
             loaded: set[tuple[str, str]] = set()
             for i in missing:
