@@ -19,6 +19,7 @@ from typing import Any, Literal, cast
 from .ids import is_lane
 from .payload import text
 from .queue import Queue
+from .records import lenient_int
 from .shards import AnyQueue
 
 Which = Literal["paused", "throttled", "capped"]
@@ -87,21 +88,15 @@ def _capped(shard: Queue) -> Filtered:
         if held <= MOST
         else cast("Mapping[Any, Any]", shard.connection.hscan(k.ceilings, 0, count=MOST)[1])
     )
-    ceilings = {text(lane): _count(ceiling) for lane, ceiling in batch.items()}
+    ceilings = {text(lane): lenient_int(ceiling) for lane, ceiling in batch.items()}
     names = [lane for lane, ceiling in ceilings.items() if ceiling > 0]
     pipe = shard.connection.pipeline(transaction=False)
     for lane in names:
         pipe.zcard(k.lane_active(lane))
     running = pipe.execute() if names else []
     capped = [
-        lane for lane, count in zip(names, running, strict=True) if _count(count) >= ceilings[lane]
+        lane
+        for lane, count in zip(names, running, strict=True)
+        if lenient_int(count) >= ceilings[lane]
     ]
     return Filtered(capped, held, len(batch) < held)
-
-
-def _count(raw: object) -> int:
-    """A count read from a hash (0 when absent or unreadable: a hand edit)."""
-    try:
-        return int(text(raw)) if raw is not None else 0
-    except ValueError:
-        return 0

@@ -291,8 +291,9 @@ def run_after_ms(run_after: datetime | None) -> int:
     return int(run_after.timestamp() * 1000)
 
 
-def _lenient_int(value: Any) -> int:
-    """A timestamp kept on a row; 0 when it is missing or unreadable."""
+def lenient_int(value: Any) -> int:
+    """A number read from the server (a row's timestamp, a hash's count); 0 when
+    it is missing or unreadable (a hand edit)."""
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -373,10 +374,10 @@ def parse_claim(entry: Sequence[Any]) -> Claim:
         task_path="" if task is None else text(task),
         args=args if isinstance(args, list) else [],
         kwargs=kwargs if isinstance(kwargs, dict) else {},
-        enqueued_ms=_lenient_int(enqueued),
+        enqueued_ms=lenient_int(enqueued),
         deadline_ms=int(deadline),
         worker_ids=tuple(worker_ids(text(workers), int(token))),
-        started_ms=_lenient_int(started),
+        started_ms=lenient_int(started),
         expiries=int(expiries),
         defect=f"corrupt job row: {'; '.join(problems)}" if problems else None,
     )
