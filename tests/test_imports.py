@@ -180,13 +180,24 @@ def only_imports(tree: ast.Module) -> bool:
     )
 
 
+def sources_of(package: str) -> list[Path]:
+    """``package``'s own modules: not what lives in a hidden folder under it (the
+    peers' virtualenv ``bench/duel.py`` makes in ``bench/.venv-peers``)."""
+    root = ROOT / package
+    return sorted(
+        path
+        for path in root.rglob("*.py")
+        if not any(part.startswith(".") for part in path.relative_to(root).parts)
+    )
+
+
 def test_no_module_only_re_exports_another() -> None:
     """A package's ``__init__`` may gather its parts' names (``django_emq.engine``);
     any other module that only imports is a second path to the same thing."""
     found = [
         str(path.relative_to(ROOT))
         for package in ("django_emq", "bench")
-        for path in sorted((ROOT / package).rglob("*.py"))
+        for path in sources_of(package)
         if path.name != "__init__.py" and only_imports(ast.parse(path.read_text()))
     ]
     assert found == []
@@ -196,7 +207,7 @@ def import_graph(package: str) -> dict[str, set[str]]:
     """Which of ``package``'s modules each of them imports, wherever the import
     stands: under ``if TYPE_CHECKING:`` and inside functions too, since a type
     that must be imported both ways is a concept in the wrong module."""
-    paths = {module_name(p): p for p in (ROOT / package).rglob("*.py")}
+    paths = {module_name(p): p for p in sources_of(package)}
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
         current = name if path.name == "__init__.py" else name.rpartition(".")[0]
