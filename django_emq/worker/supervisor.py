@@ -25,7 +25,6 @@ from ..backend import FairLanesBackend
 from ..conf import emq_settings
 from ..connection import unsupported_reason, version_from_info
 from ..engine.exceptions import unreachable
-from ..engine.rotation import Rotation
 from ..engine.runner import AsyncRunner
 from ..exceptions import UNAVAILABLE, ConfigurationError
 from ..schedules import tick
@@ -136,7 +135,9 @@ class Worker:
         # connection (server frozen, peer gone without a reset) cannot block forever.
         parking = async_client(p.beat_s + p.enqueue_timeout, p.enqueue_timeout)
         runner = AsyncRunner(client)
-        turns = rotation([_member(queue, runner) for queue in self.queues])
+        turns = rotation(
+            [_member([Shard(q, runner) for q in queue.shards]) for queue in self.queues]
+        )
         core = self._core = Core(p, self.policy)
         if self._stop_requested:
             core.stopping = True
@@ -295,9 +296,8 @@ class Worker:
             if name in served:
                 continue
             queue = self.backend.engine(name)
-            member = _member(queue, runner)
-            leaves = member.leaves() if isinstance(member, Rotation) else [member]
-            turns.add(member)
+            leaves = [Shard(q, runner) for q in queue.shards]
+            turns.add(_member(leaves))
             self.queues.append(queue)
             beat.shards.extend(leaves)
             recorder.shards.extend(leaves)
@@ -305,6 +305,7 @@ class Worker:
             logger.info("worker %s: now serving queue %s", self.worker_id, name)
 
 
-def _member(queue: Any, runner: AsyncRunner) -> Shard | Shards:
-    shards = [Shard(q, runner) for q in queue.shards]
+def _member(shards: list[Shard]) -> Shard | Shards:
+    """A queue's place in the claim rotation: its one shard, or its shards' own
+    rotation."""
     return shards[0] if len(shards) == 1 else rotation(shards)
