@@ -12,6 +12,8 @@ from typing import NamedTuple
 from .keys import QueueKeys
 from .records import rate_arg
 
+#: Where a complete call's outcome triples start in its arguments.
+COMPLETE_OUTCOMES = 2
 #: Where a complete_claim call's outcome triples start in its arguments.
 COMPLETE_CLAIM_OUTCOMES = 9
 
@@ -113,6 +115,7 @@ def complete(k: QueueKeys, outcomes: Sequence[tuple[str, int, str | bytes]], ttl
         k.wake,
     ]
     args: list[str | int | bytes] = [k.prefix, ttl_ms]
+    assert len(args) == COMPLETE_OUTCOMES
     for job_id, token, result_json in outcomes:
         args += (job_id, token, result_json)
     return Call("complete", keys, args)

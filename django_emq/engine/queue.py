@@ -250,7 +250,7 @@ class Queue(QueueAPI, LaneControl, PolicyCalls, QueueReads):
     def record(self, call: calls.Call) -> list[JobError | None]:
         """Run a complete call from ``complete_call``; the refusals, in order."""
         refusals = self.runner.run(ops.completed(call))
-        self.record_history(finished=recorded(call.args[2::3], refusals))
+        self.record_history(finished=recorded(call.args[calls.COMPLETE_OUTCOMES :: 3], refusals))
         return refusals
 
     def complete_call(self, encoded: Sequence[tuple[str, int, str]]) -> calls.Call | None:
