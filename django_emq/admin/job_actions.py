@@ -21,14 +21,14 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from ..engine import bulk
-from ..engine.ids import validate_job_id, validate_lane
+from ..engine.ids import validate_job_id
 from ..engine.payload import text
 from ..engine.rows import Row
 from ..engine.shards import AnyQueue
 from ..exceptions import EMQError, InvalidJobState, JobNotFound
 from .actions import DeadJobsForm, form_errors
 from .base import ConsoleAdmin
-from .lookup import user_lanes
+from .lookup import lanes_named_by
 
 #: Dead jobs retried or deleted per call when a bulk action takes them all.
 ALL_BATCH = 500
@@ -38,11 +38,7 @@ def lane_or_user(value: str) -> str:
     """The lane ``value`` names: a lane id, or the username or email of a user
     (their ``lane_for`` lane); ``ValidationError`` when it is neither, or names
     several users."""
-    try:
-        return validate_lane(value)
-    except ValueError:
-        pass
-    lanes = user_lanes(value, 2)
+    lanes = lanes_named_by(value, 2)
     if len(lanes) == 1:
         return lanes[0]
     if lanes:

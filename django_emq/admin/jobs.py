@@ -30,7 +30,7 @@ from .charts import ChartViews
 from .display import Pager, duration, error_message, moment, split_error, state_word
 from .job_actions import JobActionViews
 from .job_detail import job_facts
-from .lookup import configured_queues, lane_links, user_lanes
+from .lookup import configured_queues, lane_links, lanes_named_by
 from .worker_actions import WorkerActionViews
 
 if TYPE_CHECKING:
@@ -240,11 +240,7 @@ class JobAdmin(JobActionViews, BulkActionViews, WorkerActionViews, ChartViews):
                 return self._url("detail", queue.name, job_id)
         except (ValueError, JobNotFound):
             pass
-        try:
-            return self._lane_url(queue.name, validate_lane(query))
-        except ValueError:
-            pass
-        lanes = user_lanes(query, self.search_limit)
+        lanes = lanes_named_by(query, self.search_limit)
         if lanes:
             return self._lane_url(queue.name, lanes[0])
         return listing.find_by_task(queue, query, limit)

@@ -10,12 +10,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..engine import listing
-from ..engine.ids import is_lane, validate_lane
+from ..engine.ids import is_lane
 from ..engine.lane_filters import Filtered, Which, filtered_lanes
 from ..engine.queue import LaneInfo
 from ..engine.shards import AnyQueue
 from .display import Pager
-from .lookup import user_lanes
+from .lookup import lanes_named_by
 
 #: The orders of the lane list: by depth (the depth index: every lane), by
 #: running jobs (every lane that has one, counted from the running jobs
@@ -67,8 +67,4 @@ def pick_lanes(
 def search_lanes(queue: AnyQueue, query: str, limit: int) -> list[LaneInfo]:
     """The lane ``query`` names, or the lanes of the users (at most ``limit``)
     whose username or email it is."""
-    try:
-        lanes = [validate_lane(query)]
-    except ValueError:
-        lanes = user_lanes(query, limit)
-    return queue.lanes_named(lanes)
+    return queue.lanes_named(lanes_named_by(query, limit))

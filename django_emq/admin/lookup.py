@@ -14,10 +14,10 @@ from django.db.models import Q
 from django.urls import reverse
 
 from ..backend import configured_queues
-from ..engine.ids import unbase62
+from ..engine.ids import unbase62, validate_lane
 from ..lanes import brand_for, lane_for
 
-__all__ = ["configured_queues", "lane_links", "lane_owners", "user_lanes"]
+__all__ = ["configured_queues", "lane_links", "lane_owners", "lanes_named_by", "user_lanes"]
 
 
 def lane_owners(lanes: Sequence[str]) -> dict[str, str]:
@@ -52,6 +52,15 @@ def user_lanes(query: str, limit: int) -> list[str]:
         match |= Q(**{f"{email}__iexact": query})
     users = user_model._default_manager.filter(match).order_by("pk")[:limit]
     return list(dict.fromkeys(lane_for(user) for user in users))
+
+
+def lanes_named_by(query: str, limit: int) -> list[str]:
+    """The lane ``query`` names: itself when it is a lane id, else the lanes of
+    the users (at most ``limit``) whose username or email it is."""
+    try:
+        return [validate_lane(query)]
+    except ValueError:
+        return user_lanes(query, limit)
 
 
 def lane_links(lanes: Sequence[str], admin_site: Any) -> dict[str, dict[str, str | None]]:
