@@ -34,6 +34,10 @@ SLOTS = 16384
 SETTLE = 60.0
 
 
+class PortTaken(AssertionError):
+    """A node's port was bound by someone else between our check and its start."""
+
+
 @dataclass
 class Node:
     """One valkey-server of the cluster, on a port of its own."""
@@ -46,6 +50,16 @@ class Node:
     node_id: str = ""
 
     def start(self, node_timeout_ms: int, extra: Sequence[str] = ()) -> None:
+        """Start the node; a first start whose ports were taken meanwhile moves to others."""
+        for _ in range(3):
+            try:
+                self._start(node_timeout_ms, extra)
+                return
+            except PortTaken:
+                self.port, self.bus_port = free_port(), free_port()
+        self._start(node_timeout_ms, extra)
+
+    def _start(self, node_timeout_ms: int, extra: Sequence[str]) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         argv = [
             str(get_binary_path()),
@@ -82,6 +96,10 @@ class Node:
         assert self.process is not None
         if self.process.poll() is not None:
             log = (self.directory / "valkey.log").read_text()[-2000:]
+            if "Address already in use" in log and not self.node_id:
+                for name in ("valkey.log", "nodes.conf"):
+                    (self.directory / name).unlink(missing_ok=True)
+                raise PortTaken(log)
             raise AssertionError(f"valkey-server exited ({self.process.returncode}): {log}")
         try:
             with self.client() as client:

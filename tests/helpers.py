@@ -3,6 +3,7 @@ dumping the real server's state, and counting round trips on a real connection."
 
 from __future__ import annotations
 
+import random
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -133,12 +134,41 @@ def sleep_past(r: Client, deadline_ms: int) -> None:
         time.sleep(0.01)
 
 
+#: Ports this process has handed out, so two calls never return the same one.
+_HANDED_OUT: set[int] = set()
+
+
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel gives outgoing connections (32768 if unknown)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    """A TCP port free on the loopback right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
+    """A TCP port free on the loopback right now, below the ephemeral range.
+
+    A port the kernel picked for us (bind to 0) is an ephemeral one: between our
+    check and the server binding it, any outgoing connection (a client of another
+    node, say) may take it, and the server fails with "Address already in use".
+    Ports below the ephemeral range are only ever taken by an explicit bind.
+    """
+    floor = _ephemeral_floor()
+    low = max(1024, floor - 12_000)
+    for _ in range(1000):
+        port = random.randrange(low, floor)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
         return port
+    raise AssertionError(f"no free port found in {low}..{floor - 1}")
 
 
 def wait_for(check: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
