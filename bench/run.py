@@ -408,12 +408,14 @@ class Bench:
         for i in range(0, len(ids), CHUNK):
             pipe = self.client.pipeline(transaction=False)
             for job_id in ids[i : i + CHUNK]:
-                pipe.hmget(self.queue.keys.job(job_id), "started", "finished", "state")
-            for started, finished, state in pipe.execute():
+                # a first attempt's row keeps its start as `claimed` (rows.filled)
+                pipe.hmget(self.queue.keys.job(job_id), "started", "claimed", "finished", "state")
+            for started, claimed, finished, state in pipe.execute():
                 if state != b"done":
                     continue
                 done += 1
-                first = int(started) if first is None else min(first, int(started))
+                began = int(started or claimed)
+                first = began if first is None else min(first, began)
                 last = max(last, int(finished))
         return first or 0, last, done
 
