@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis
 import redis.asyncio as aredis
+from redis._parsers import BaseParser
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -23,7 +24,7 @@ from django_emq.engine.payload import encode_result
 from django_emq.engine.queue import Queue
 from django_emq.engine.records import Claim, ClaimRequest
 from django_emq.engine.rotation import Rotation
-from django_emq.engine.runner import AsyncRunner, SyncRunner
+from django_emq.engine.runner import AsyncRunner, SyncRunner, no_functions
 from django_emq.engine.shards import claim_in_turn
 from django_emq.exceptions import CorruptKeyspace, EnqueueError, JobNotFound, StaleToken
 from django_emq.worker.claimer import claim_in_turn as worker_claim
@@ -281,6 +282,28 @@ def test_without_functions_scripts_run_by_evalsha_and_load_after_a_script_flush(
     assert stats["cmdstat_evalsha"]["calls"] == 4  # the batch, refused, then again
     assert "cmdstat_function|load" not in stats
     assert "errorstat_ERR" not in r.info("errorstats")  # no FCALL tried again
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # Redis 6.0 and 6.2 (server.c) quote the command with backticks
+        "ERR unknown command `FCALL`, with args beginning with: `emq_claim`, `11`, ",
+        "ERR unknown command `FUNCTION`, with args beginning with: `LOAD`, ",
+        # Valkey, and the rename-command imitation of the tests above
+        "ERR unknown command 'FCALL', with args beginning with: 'emq_claim' '11' ",
+        "NOPERM User emq has no permissions to run the 'fcall' command",
+        "NOPERM User emq has no permissions to run the 'function|load' command",
+    ],
+)
+def test_every_server_wording_of_no_functions_falls_back(reply: str) -> None:
+    """Parsed as redis-py parses the server's error line, as a runner meets it."""
+    assert no_functions(BaseParser.parse_error(reply))
+
+
+def test_other_errors_are_not_taken_for_no_functions() -> None:
+    for reply in ("ERR unknown command `FOO`, with args beginning with: ", "WRONGTYPE bad"):
+        assert not no_functions(BaseParser.parse_error(reply))
 
 
 def test_a_batch_falls_back_to_evalsha_when_fcall_is_refused(

@@ -67,9 +67,10 @@ def now[T](coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 #: The server has no Functions (Redis 6.2: ``FCALL`` or ``FUNCTION`` is an unknown
-#: command), or the ACL refuses the user ``FCALL`` or ``FUNCTION LOAD``.
+#: command, quoted with backticks by Redis 6.x and with quotes by later servers),
+#: or the ACL refuses the user ``FCALL`` or ``FUNCTION LOAD``.
 NO_FUNCTIONS_RE = re.compile(
-    r"^unknown command '(fcall|function)'|no permissions to run the '(fcall|function\|load)'",
+    r"^unknown command ['`](fcall|function)['`]|no permissions to run the '(fcall|function\|load)'",
     re.IGNORECASE,
 )
 
