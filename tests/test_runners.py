@@ -284,6 +284,12 @@ def test_without_functions_scripts_run_by_evalsha_and_load_after_a_script_flush(
     assert "errorstat_ERR" not in r.info("errorstats")  # no FCALL tried again
 
 
+def parsed(reply: str) -> Exception:
+    """The exception redis-py makes of the server's error line ``reply``."""
+    error: Exception = BaseParser.parse_error(reply)  # type: ignore[no-untyped-call]
+    return error
+
+
 @pytest.mark.parametrize(
     "reply",
     [
@@ -298,12 +304,12 @@ def test_without_functions_scripts_run_by_evalsha_and_load_after_a_script_flush(
 )
 def test_every_server_wording_of_no_functions_falls_back(reply: str) -> None:
     """Parsed as redis-py parses the server's error line, as a runner meets it."""
-    assert no_functions(BaseParser.parse_error(reply))
+    assert no_functions(parsed(reply))
 
 
 def test_other_errors_are_not_taken_for_no_functions() -> None:
     for reply in ("ERR unknown command `FOO`, with args beginning with: ", "WRONGTYPE bad"):
-        assert not no_functions(BaseParser.parse_error(reply))
+        assert not no_functions(parsed(reply))
 
 
 def test_a_batch_falls_back_to_evalsha_when_fcall_is_refused(
