@@ -244,3 +244,29 @@ def test_the_health_file_turns_stale_while_the_worker_cannot_reach_the_server(
     assert worker.alive()
     server.start()
     wait_for(lambda: health.stat().st_mtime_ns > touched, what="the health file touched again")
+
+
+def test_outcomes_refused_while_the_server_takes_no_writes_are_kept_and_recorded_after(
+    server: RestartableServer, workers: Workers, queue: Queue
+) -> None:
+    """Over ``maxmemory`` under ``noeviction`` the server refuses every write
+    (OOM) while it stays reachable: the jobs that finish then keep their
+    outcomes and record them once it takes writes again, well inside their
+    30 s lease, so none runs a second time."""
+    labels = enqueue(queue, 0.5)
+    worker = workers.start("--concurrency", "2", "--lease", "30")
+    wait_for(lambda: len(read_runs(workers.runs)) == 2, what="two jobs running")
+    client = server.client()
+    try:
+        client.config_set("maxmemory-policy", "noeviction")
+        client.config_set("maxmemory", 1)
+        wait_for(
+            lambda: "takes no writes for now" in worker.output(),
+            what="an outcome refused while the server takes no writes",
+        )
+    finally:
+        client.config_set("maxmemory", 0)
+        client.close()
+    wait_for(lambda: stat(server, queue, "completed") == JOBS, what="every job done")
+    assert worker.alive()
+    assert_each_ran_once(queue, workers, labels)

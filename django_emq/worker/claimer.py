@@ -22,7 +22,7 @@ from ..exceptions import UNAVAILABLE
 from .client import AsyncClient
 from .core import Core
 from .glitches import Glitches
-from .outcomes import CALL_ERRORS, Outcomes
+from .outcomes import CALL_ERRORS, PASSING, Outcomes, away
 from .shard import Shard, Shards
 
 logger = logging.getLogger("django_emq.worker")
@@ -122,7 +122,9 @@ class Claimer:
         self.failing = True
         cap = min(5.0, self.plan.beat_s)
         delay = random.uniform(0, min(cap, 0.1 * 2 ** max(0, self._outage - 1))) + 0.05
-        if isinstance(exc, redis.ResponseError):
+        if isinstance(exc, PASSING) and isinstance(exc, redis.ResponseError):
+            logger.warning("%s; retrying in %.2fs", away(exc), delay)
+        elif isinstance(exc, redis.ResponseError):
             logger.error("the server refused a claim (%s); retrying in %.2fs", exc, delay)
         else:
             logger.warning("%s; retrying in %.2fs", unreachable(exc), delay)
@@ -149,9 +151,10 @@ async def _claim_from(
     sent = time.monotonic()  # the leases run from no earlier than this
     try:
         claims, refusals = await member.claim(want, lease_ms, worker, [s.outcome for s in batch])
-    except UNAVAILABLE:
-        # Whether they landed is unknown: sent again later (fenced: a second write
-        # of a landed outcome is refused, never applied twice).
+    except PASSING:
+        # Whether they landed is unknown (or the server took no writes for now):
+        # sent again later (fenced: a second write of a landed outcome is
+        # refused, never applied twice).
         if outcomes is not None:
             outcomes.put_back(batch)
         raise

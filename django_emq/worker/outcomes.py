@@ -36,6 +36,16 @@ PERSIST_PATIENCE = 60.0
 #: What a call may raise that the worker rides out: a lost server, or a refusal
 #: (OOM, READONLY, a script error).
 CALL_ERRORS: tuple[type[Exception], ...] = (*UNAVAILABLE, redis.ResponseError)
+#: What passes: a lost server, or one that takes no writes for now (over its
+#: ``maxmemory`` under ``noeviction``, or a replica a failover has not moved
+#: the clients off yet). An outcome refused so is kept and sent again, as while
+#: the server is away: the job's work is done, dropping its record would run it
+#: a second time once its lease ran out.
+PASSING: tuple[type[Exception], ...] = (
+    *UNAVAILABLE,
+    redis.exceptions.OutOfMemoryError,
+    redis.exceptions.ReadOnlyError,
+)
 
 #: Told when outcomes are settled: ``(jobs, refusals)``, one refusal (or
 #: ``None``: recorded) per job.
@@ -66,12 +76,19 @@ async def persist[T](record: Callable[[], Awaitable[T]], patience: float = PERSI
         attempt += 1
         try:
             return await record()
-        except UNAVAILABLE as exc:
+        except PASSING as exc:
             if time.monotonic() >= give_up:
                 raise
             delay = min(2.0, 0.05 * 2**attempt)
-            logger.warning("Valkey unreachable while recording an outcome (%s); retrying", exc)
+            logger.warning("%s while recording an outcome; retrying", away(exc))
             await asyncio.sleep(random.uniform(delay / 2, delay))
+
+
+def away(exc: BaseException) -> str:
+    """How a passing error reads in the log: refused writes, or no server."""
+    if isinstance(exc, redis.ResponseError):
+        return f"Valkey takes no writes for now ({exc})"
+    return f"Valkey unreachable ({exc})"
 
 
 class Outcomes:
@@ -139,10 +156,10 @@ class Outcomes:
             try:
                 _, refused = await (persist(send) if patient else send())
                 refusals = list(refused)
-            except UNAVAILABLE as exc:
+            except PASSING as exc:
                 if not patient:
                     self.put_back(items)
-                    logger.warning("Valkey unreachable while recording outcomes (%s)", exc)
+                    logger.warning("%s while recording outcomes; kept", away(exc))
                     ok = False
                     continue
                 refusals = [exc] * len(items)
