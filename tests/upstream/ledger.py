@@ -330,6 +330,13 @@ LEDGER: dict[str, dict[str, dict[str, Verdict]]] = {
 }
 
 
+#: Upstream classes older Djangos do not have: (file, class) -> the first
+#: Django version holding it (the stale check skips them before it).
+SINCE: dict[tuple[str, str], tuple[int, int]] = {
+    ("django/test_custom_backend.py", "CustomTaskTestCase"): (6, 1),
+}
+
+
 def verdict(source: str, cls: str, name: str) -> Verdict | None:
     """The ledger's verdict on one upstream test, or None when it has none."""
     tests = LEDGER.get(source, {}).get(cls, {})

@@ -10,6 +10,7 @@ import ast
 import re
 from pathlib import Path
 
+import django
 import pytest
 
 from . import ledger, test_django_tasks
@@ -71,13 +72,14 @@ def test_every_upstream_test_has_a_verdict() -> None:
 def test_no_verdict_names_a_test_upstream_has_not() -> None:
     known = {(source, cls) for source, cls, _ in upstream_tests()}
     tests = set(upstream_tests())
-    stale = [
-        (source, cls, name)
-        for source, classes in ledger.LEDGER.items()
-        for cls, verdicts in classes.items()
-        for name in verdicts
-        if (source, cls) not in known or (name != "*" and (source, cls, name) not in tests)
-    ]
+    stale = []
+    for source, classes in ledger.LEDGER.items():
+        for cls, verdicts in classes.items():
+            if ledger.SINCE.get((source, cls), (0, 0)) > django.VERSION[:2]:
+                continue  # a class of a newer Django's tests
+            for name in verdicts:
+                if (source, cls) not in known or (name != "*" and (source, cls, name) not in tests):
+                    stale.append((source, cls, name))
     assert stale == []
 
 
