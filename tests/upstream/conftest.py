@@ -1,5 +1,6 @@
 """The expected failures of ``ledger.py``, marked on the tests run unedited:
-strict, so an expected failure that passes fails the suite."""
+strict, so an expected failure that passes fails the suite; and the tests of
+those classes it calls not applicable, skipped with its reason."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         cls = getattr(item, "cls", None)  # a test method's class (unittest items have one)
         if item.path != RUNNER or cls is None:
             continue
-        reason = ledger.expected_failure(cls.__name__, item.name)
-        if reason is not None:
-            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+        fails = ledger.expected_failure(cls.__name__, item.name)
+        if fails is not None:
+            reason = f"{fails.reason} (docs/compatibility.md: {fails.section})"
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=not fails.in_subtests))
+        why_not = ledger.skipped(cls.__name__, item.name)
+        if why_not is not None:
+            item.add_marker(pytest.mark.skip(reason=why_not))

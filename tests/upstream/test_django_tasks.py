@@ -1,6 +1,6 @@
-"""Django's own task tests (``tests/tasks/test_tasks.py`` of the installed
-Django's sdist, fetched by ``fetch.py``), run unedited against
-``FairLanesBackend``.
+"""Django's own task tests (``tests/tasks/test_tasks.py`` and
+``test_dummy_backend.py`` of the installed Django's sdist, fetched by
+``fetch.py``), run unedited against ``FairLanesBackend``.
 
 The file is imported as Django's test runner imports it (as ``tasks.test_tasks``,
 its folder's parent on ``sys.path``), and one thing is rewritten before it runs:
@@ -8,7 +8,8 @@ in the ``TASKS`` of its class-level ``override_settings``, every backend it name
 (``DummyBackend``, ``ImmediateBackend``) becomes ``FairLanesBackend``. Its tests,
 their assertions and its task module are Django's. The tests that fail on
 purpose are listed in ``ledger.py`` (each with its reason) and marked strict
-expected failures by ``conftest.py``.
+expected failures by ``conftest.py``, which skips the few it calls not
+applicable (a test whose own ``override_settings`` names Django's backend).
 """
 
 from __future__ import annotations
@@ -78,3 +79,4 @@ def _prepare(case: type[SimpleTestCase]) -> type[SimpleTestCase]:
 
 
 TaskTestCase = _prepare(load_upstream("test_tasks").TaskTestCase)
+DummyBackendTestCase = _prepare(load_upstream("test_dummy_backend").DummyBackendTestCase)
