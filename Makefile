@@ -15,7 +15,7 @@ STAMP      := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 DEMO_ARGS  ?=
 
-.PHONY: browser demo test lint typecheck pytest docs docs-serve bench matrix clean
+.PHONY: browser demo test lint typecheck pytest upstream docs docs-serve bench matrix clean
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 needed: none of python3, python3.13, python3.12 is (pyenv reads .python-version)"; exit 1; }
@@ -47,7 +47,13 @@ typecheck: $(STAMP)
 browser:
 	sh scripts/ensure-chromium.sh
 
-pytest: $(STAMP) browser
+# The upstream task-contract tests (Django's tests/tasks for the installed
+# Django, the django-tasks reference backends' tests): pip fetches their sdists
+# once, at pinned sha256 hashes, into tests/upstream/sources/ (docs/compatibility.md).
+upstream: $(STAMP)
+	$(BIN)/python -m tests.upstream.fetch
+
+pytest: $(STAMP) browser upstream
 	$(BIN)/pytest
 
 docs: $(STAMP)

@@ -120,6 +120,7 @@ def _record(cell: str, outcome: str) -> None:
 def tests(session: nox.Session, django: str, server: str) -> None:
     """The test suite on one cell of the matrix."""
     session.install("-e", ".[dev]", DJANGOS[django], SERVERS[server])
+    session.run("python", "-m", "tests.upstream.fetch")  # the cell's Django's own tests
     versions = session.run(
         "python",
         "-c",

@@ -13,11 +13,18 @@ from typing import Any
 import pytest
 import redis
 from django.core.management import CommandError, call_command
+from django.tasks import task_backends
 
+from django_emq import lane as in_lane
+from django_emq.backend import QUEUE_REGISTRY, FairLanesBackend
 from django_emq.engine.doctor import Doctor
+from django_emq.engine.doctor_registry import RegistryDoctor
 from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Queue
+from django_emq.engine.shards import shards_of
 from django_emq.exceptions import JobError
+from tests import tasks
+from tests.any_queue_settings import ANYQ
 from tests.test_worker import backend
 
 from .invariants import check_invariants, text
@@ -219,3 +226,91 @@ def test_emq_doctor_checks_a_sharded_queue_shard_by_shard(
     call_command("emq_doctor", "--repair")
     for part in queue.shards:
         check_invariants(part)
+
+
+def _anyq(settings: Any) -> FairLanesBackend:
+    settings.TASKS = {**settings.TASKS, "anyq": ANYQ}
+    found = task_backends["anyq"]
+    assert isinstance(found, FairLanesBackend)
+    return found
+
+
+def _registry(r: redis.Redis) -> set[str]:
+    return {text(m) for m in r.smembers(QUEUE_REGISTRY)}
+
+
+def test_emq_doctor_removes_registry_names_of_queues_holding_nothing(
+    emq: redis.Redis, settings: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ghost`` holds no key, ``idle`` only a worker's heartbeat (a worker
+    serving a queue writes one there), ``bad name!`` is no queue name: reported,
+    and removed by ``--repair``; ``photos`` holds a job and stays."""
+    anyq = _anyq(settings)
+    with in_lane(A):
+        job = tasks.add.using(backend="anyq", queue_name="photos").enqueue(1, 2)
+    emq.sadd(QUEUE_REGISTRY, "ghost", "idle", "bad name!")
+    emq.hset(anyq.engine("idle").shards[0].keys.workers, "w:1", "{}")
+    with pytest.raises(CommandError) as raised:
+        call_command("emq_doctor")
+    assert raised.value.returncode == 1
+    out = capsys.readouterr().out
+    assert "registry-empty: ghost (its queue holds no keys)" in out
+    assert "registry-empty: idle" in out
+    assert "registry-name: emq:queues (not a queue name: 'bad name!')" in out
+    assert "registry-empty: photos" not in out
+    assert _registry(emq) == {"photos", "ghost", "idle", "bad name!"}  # the audit changed nothing
+
+    call_command("emq_doctor", "--repair")
+    out = capsys.readouterr().out
+    assert "emq:queues: mended 3 thing(s)" in out
+    assert "emq:queues: 1 names; after the repair: 0 problem(s)" in out
+    assert _registry(emq) == {"photos"}
+    assert anyq.get_result(job.id) == job
+    call_command("emq_doctor")  # clean: no error
+
+
+def test_a_job_arriving_while_its_name_is_removed_puts_it_back(
+    emq: redis.Redis, settings: Any
+) -> None:
+    """The repair removes an empty queue's name, then looks at the queue again:
+    a job enqueued between the two looks (by a process that registered the name
+    before, so sends no SADD) puts the name back."""
+    anyq = _anyq(settings)
+    emq.sadd(QUEUE_REGISTRY, "late")
+    looks = []
+
+    def shards(name: str) -> tuple[Queue, ...]:
+        looks.append(name)
+        if len(looks) == 2:  # the second look: after the SREM
+            anyq.engine(name).enqueue(A, TASK)
+        return shards_of(anyq.engine(name))
+
+    found, after = RegistryDoctor(emq, QUEUE_REGISTRY, shards).repair()
+    assert [str(f) for f in found.findings] == ["registry-empty: late (its queue holds no keys)"]
+    assert found.mended == 0
+    assert after.problems == 0
+    assert _registry(emq) == {"late"}
+
+
+def test_emq_doctor_rebuilds_a_registry_of_the_wrong_type(
+    emq: redis.Redis, settings: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A registry that is not a set is reported (the audit of the other queues
+    goes on); ``--repair`` deletes it and rebuilds it from the queues holding
+    keys, but those a backend lists in its own ``QUEUES``."""
+    _anyq(settings)
+    with in_lane(A):
+        tasks.add.using(backend="anyq", queue_name="photos").enqueue(1, 2)
+        tasks.add.using(backend="anyq", queue_name="mail").enqueue(1, 2)
+        tasks.add.enqueue(1, 2)  # the default backend's queue "default"
+    emq.delete(QUEUE_REGISTRY)
+    emq.set(QUEUE_REGISTRY, "not a set")
+    with pytest.raises(CommandError):
+        call_command("emq_doctor")
+    out = capsys.readouterr().out
+    assert "registry-type: emq:queues (a string, not a set)" in out
+    assert "default: " in out  # the other queues were audited
+    call_command("emq_doctor", "--repair")
+    out = capsys.readouterr().out
+    assert "rebuilt from the keyspace: 2 name(s)" in out
+    assert _registry(emq) == {"photos", "mail"}

@@ -18,7 +18,7 @@ import redis
 from django_emq import enqueue_for, lane_id
 from django_emq.engine.queue import Queue
 from django_emq.exceptions import LeaseExpired
-from tests import chaos_tasks
+from tests import chaos_tasks, hostile_sigterm
 from tests.chaos_tasks import read_runs
 from tests.faults import WorkerProcess, Workers
 from tests.helpers import wait_for
@@ -123,4 +123,59 @@ def test_a_job_that_breaks_its_worker_ends_dead_after_max_expiries(
     assert logs.count("a job broke the worker running it") >= 2
     assert f"job={breaker.id}" in logs
     assert "outcome=expired" in logs
+    check_invariants(q)
+
+
+def test_a_job_that_sigterms_its_worker_and_returns_is_recorded_done(
+    emq: redis.Redis, settings: Any, tmp_path: Path
+) -> None:
+    """The job's body returns within the grace its own SIGTERM started: it is
+    recorded done, once, and the worker ends as on any SIGTERM."""
+    workers = Workers(settings.EMQ["URL"], tmp_path)
+    q = backend().queue("default")
+    job = enqueue_for(A, hostile_sigterm.terminates_its_worker, "returns")
+    try:
+        worker = workers.start("--lease", "2", "--grace", "5")
+        assert worker.process.wait(60) == 0
+    finally:
+        workers.close()
+    assert state(q, job.id) == "done"
+    assert [run.attempt for run in read_runs(workers.runs)["returns"]] == [1]
+    assert "sent by this worker's own code" in worker.output()
+    check_invariants(q)
+
+
+def test_a_job_that_sigterms_its_worker_ends_dead_after_max_expiries(
+    emq: redis.Redis, settings: Any, tmp_path: Path
+) -> None:
+    """The job SIGTERMs its worker and outlives the grace: each such stop counts
+    against ``MAX_EXPIRIES`` (2 here) instead of releasing it uncounted, so it
+    ends dead instead of stopping every worker it meets for ever. The jobs of
+    other lanes are never charged."""
+    workers = Workers(
+        settings.EMQ["URL"], tmp_path, {"EMQ_TEST_SETTINGS": json.dumps({"MAX_EXPIRIES": 2})}
+    )
+    q = backend().queue("default")
+    stopper = enqueue_for(A, hostile_sigterm.terminates_its_worker_and_stays, "stopper")
+    others = [enqueue_for(lane_id("USR", 2), chaos_tasks.tick, f"other-{i}") for i in range(6)]
+
+    def over() -> bool:
+        return state(q, stopper.id) == "dead" and all(state(q, j.id) == "done" for j in others)
+
+    try:
+        started = supervise(
+            workers,
+            over,
+            "--concurrency", "2", "--lease", "2", "--grace", "1", "--burst",
+        )  # fmt: skip
+    finally:
+        workers.close()
+    assert [run.attempt for run in read_runs(workers.runs)["stopper"]] == [1, 2]
+    row = q.job(stopper.id)
+    assert row is not None
+    assert (row["expiries"], row.get("fails", "0")) == ("2", "0")
+    assert {(q.job(j.id) or {}).get("expiries", "0") for j in others} == {"0"}
+    logs = "".join(w.output() for w in started)
+    assert logs.count("sent by this worker's own code") == 2
+    assert "still running after the grace of a stop its worker's own code signalled" in logs
     check_invariants(q)

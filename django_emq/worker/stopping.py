@@ -13,7 +13,9 @@ that broke the worker) gives no grace (its beat may be the duty that failed)
 and releases nothing that was running: it expires those leases at once, so
 each such stop counts against ``MAX_EXPIRIES`` as a worker's death does, and
 a job that keeps breaking its workers ends dead instead of coming back for
-ever.
+ever. A worker stopped by a signal its own code sent (a job's
+``os.kill(os.getpid(), SIGTERM)``, see :mod:`.self_stop`) gives the grace, but
+expires, not releases, the jobs still running after it, for the same reason.
 """
 
 from __future__ import annotations
@@ -44,13 +46,16 @@ STOP_MARGIN = 5.0
 LEFT_BEHIND_AFTER = 1.0
 
 
-async def wind_down(core: Core, grace_s: float, *, crashed: bool = False) -> None:
+async def wind_down(
+    core: Core, grace_s: float, *, crashed: bool = False, by_a_job: bool = False
+) -> None:
     """Hand back the jobs claimed ahead, give running ones ``grace_s`` (the beat
     goes on extending them), then cancel the coroutine jobs still running, record
     every outcome and release the rest, all within :data:`STOP_MARGIN` seconds
     past the grace. ``crashed`` (a duty failed: perhaps the beat, perhaps broken
     by a running job): no grace, and the jobs still running are expired, not
-    released."""
+    released. ``by_a_job`` (the stop signal came from the worker's own code): the
+    grace, then the jobs still running are expired, not released."""
     if crashed:
         grace_s = 0.0
     waiting = core.take_back()
@@ -68,10 +73,11 @@ async def wind_down(core: Core, grace_s: float, *, crashed: bool = False) -> Non
             await core.outcomes.flush_all()
             await core.tasks.settle()
             left = [job for job in core.held.values() if not job.settled]
-            charged = [job for job in left if crashed and job.started]
+            charged = [job for job in left if (crashed or by_a_job) and job.started]
+            why = STOPPED_BY_A_JOB if by_a_job and not crashed else BROKEN
             await asyncio.gather(
                 *(core.release(job) for job in left if job not in charged),
-                *(expire(core, job) for job in charged),
+                *(expire(core, job, why) for job in charged),
             )
     except TimeoutError:
         logger.warning(
@@ -80,9 +86,19 @@ async def wind_down(core: Core, grace_s: float, *, crashed: bool = False) -> Non
         )  # fmt: skip
 
 
-async def expire(core: Core, job: Job) -> None:
+#: Why a job running at the end of a wind-down is expired: its worker failed...
+BROKEN = "it was running when its worker failed; counted as an expiry"
+#: ...or its worker's own code sent the stop signal.
+STOPPED_BY_A_JOB = (
+    "it was still running after the grace of a stop its worker's own code signalled; "
+    "counted as an expiry"
+)
+
+
+async def expire(core: Core, job: Job, why: str = BROKEN) -> None:
     """End ``job``'s lease now and reap it (counted on its row, as when its
-    worker dies): it was running when its worker failed, and may be the cause."""
+    worker dies): it was running when its worker failed or when its worker's
+    own code stopped it, and may be the cause."""
     try:
         await job.shard.runner.run(ops.extend(job.shard.queue, job.job_id, job.claim.token, 0))
         await job.shard.reap()
@@ -91,7 +107,7 @@ async def expire(core: Core, job: Job) -> None:
     except CALL_ERRORS as exc:
         logger.warning("job %s: could not expire (%s); its lease will run out", job.job_id, exc)
     job.settled = True
-    core.ended(job, "expired", "it was running when its worker failed; counted as an expiry")
+    core.ended(job, "expired", why)
 
 
 def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:

@@ -37,6 +37,7 @@ from .glitches import Glitches
 from .options import WorkerOptions, plan
 from .outcomes import CALL_ERRORS
 from .recorder import Recorder
+from .self_stop import SelfStop
 from .shard import Shard, Shards, rotation
 from .stopping import LEFT_BEHIND_AFTER, run_bounded, wind_down
 from .watchdog import HARD_MARGIN, LoopWatch
@@ -74,6 +75,8 @@ class Worker:
         self._stop_requested = False
         self._core: Core | None = None
         self._watch: LoopWatch | None = None
+        #: Notes a stop signal a job sent its own worker (see :mod:`.self_stop`).
+        self._self_stop = SelfStop()
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -117,7 +120,14 @@ class Worker:
             self._loop.call_soon_threadsafe(self._signalled, signum)
 
     def _signalled(self, signum: int) -> None:
-        logger.info("signal %s: no new claims; finishing running jobs", signum)
+        if self._self_stop.sent:
+            logger.warning(
+                "signal %s sent by this worker's own code (thread %s): no new claims; "
+                "finishing running jobs; those still running after the grace are counted "
+                "as expiries, not released", signum, self._self_stop.sent_from,
+            )  # fmt: skip
+        else:
+            logger.info("signal %s: no new claims; finishing running jobs", signum)
         self._stop()
 
     # -- the run ----------------------------------------------------------------
@@ -142,8 +152,9 @@ class Worker:
         if self._stop_requested:
             core.stopping = True
         try:
-            if await self._wait_for_server(client, core):
-                await self._work(core, turns, parking, runner)
+            with self._self_stop:
+                if await self._wait_for_server(client, core):
+                    await self._work(core, turns, parking, runner)
         finally:
             self.counts = dict(core.counts)
             for signum, previous in installed.items():
@@ -225,7 +236,9 @@ class Worker:
         finally:
             core.stopping = True
             duties[0].cancel()
-            await wind_down(core, p.grace_s, crashed=self._crash is not None)
+            await wind_down(
+                core, p.grace_s, crashed=self._crash is not None, by_a_job=self._self_stop.sent
+            )
             for task in duties[1:]:
                 task.cancel()
             await asyncio.gather(*duties, return_exceptions=True)

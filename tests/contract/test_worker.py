@@ -19,6 +19,7 @@ from io import StringIO
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.core.management import CommandError, call_command, execute_from_command_line
 from django.tasks import Task, TaskResultStatus, default_task_backend, task_backends
 from django.utils import timezone
@@ -75,6 +76,29 @@ def test_refresh_result() -> None:
     assert result.attempts == 0
 
     result.refresh()
+
+    assert result.started_at is not None
+    assert result.last_attempted_at is not None
+    assert result.finished_at is not None
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.is_finished
+    assert result.return_value == 42
+    assert result.attempts == 1
+
+
+def test_refresh_result_async() -> None:
+    result = default_task_backend.enqueue(test_tasks.calculate_meaning_of_life, [], {})
+
+    run_worker()
+
+    assert result.status == TaskResultStatus.READY
+    assert not result.is_finished
+    assert result.started_at is None
+    assert result.last_attempted_at is None
+    assert result.finished_at is None
+    assert result.attempts == 0
+
+    async_to_sync(result.arefresh)()
 
     assert result.started_at is not None
     assert result.last_attempted_at is not None
@@ -311,6 +335,20 @@ def test_failed_logs(caplog: pytest.LogCaptureFixture) -> None:
     assert result.id in lines[1]
 
 
+def test_successful_task_no_none_in_logs(caplog: pytest.LogCaptureFixture) -> None:
+    result = test_tasks.noop_task.enqueue()
+
+    with caplog.at_level("DEBUG", logger="django.tasks"):
+        run_worker()
+
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    lines = [r.getMessage() for r in caplog.records if r.name == "django.tasks"]
+    assert lines
+    for line in lines:
+        assert "None" not in line
+
+
 def test_verbose_logging(caplog: pytest.LogCaptureFixture) -> None:
     result = test_tasks.noop_task.enqueue()
 
@@ -322,7 +360,7 @@ def test_verbose_logging(caplog: pytest.LogCaptureFixture) -> None:
     assert f"Task id={result.id} path={test_tasks.__name__}.noop_task state=SUCCESSFUL" in lines
 
 
-def test_invalid_task_path_fails_the_job() -> None:
+def test_invalid_task_path() -> None:
     job = backend().engine("default").enqueue(LANE, "subprocess.check_output", [["exit", "1"]])
 
     run_worker()
@@ -330,7 +368,7 @@ def test_invalid_task_path_fails_the_job() -> None:
     assert backend().engine("default").job(job.job_id)["state"] == "dead"  # type: ignore[index]
 
 
-def test_missing_task_path_fails_the_job() -> None:
+def test_missing_task_path() -> None:
     job = backend().engine("default").enqueue(LANE, "missing.func", [])
 
     run_worker()
@@ -341,7 +379,7 @@ def test_missing_task_path_fails_the_job() -> None:
     assert "ImportError" in row["errors"] or "ModuleNotFoundError" in row["errors"]
 
 
-def test_worker_doesnt_exit() -> None:
+def test_worker_doesnt_exit_on_failure() -> None:
     result = test_tasks.exit_task.enqueue()
 
     run_worker()
