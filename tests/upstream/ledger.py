@@ -13,7 +13,7 @@ and ``test_ledger.py`` checks that none is missing and none is stale:
   asserting the same things through a worker and a lane;
 - ``NotApplicable``: tests something the other backend has and django-emq has
   not (or has differently), in one line; in a class run unedited, such a test
-  is skipped with that reason.
+  is left out of the run (deselected, named with that reason in the summary).
 
 A class may carry one verdict for all its tests under ``"*"``; a test's own
 entry wins over it.
@@ -357,7 +357,7 @@ def expected_failure(cls: str, name: str) -> Fails | None:
     return None
 
 
-def skipped(cls: str, name: str) -> str | None:
+def left_out(cls: str, name: str) -> str | None:
     """Why a test of a class run unedited is not run, or None."""
     for source in VERBATIM_SOURCES:
         if cls in LEDGER[source] and isinstance(found := verdict(source, cls, name), NotApplicable):

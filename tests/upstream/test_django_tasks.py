@@ -8,8 +8,9 @@ in the ``TASKS`` of its class-level ``override_settings``, every backend it name
 (``DummyBackend``, ``ImmediateBackend``) becomes ``FairLanesBackend``. Its tests,
 their assertions and its task module are Django's. The tests that fail on
 purpose are listed in ``ledger.py`` (each with its reason) and marked strict
-expected failures by ``conftest.py``, which skips the few it calls not
-applicable (a test whose own ``override_settings`` names Django's backend).
+expected failures by ``conftest.py``, which leaves out (deselects, naming
+them with their reason) the few it calls not applicable (a test whose own
+``override_settings`` names Django's backend).
 """
 
 from __future__ import annotations
