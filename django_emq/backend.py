@@ -12,6 +12,7 @@ with none it raises ``InvalidTask`` and writes nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import redis
@@ -34,7 +35,7 @@ from .engine.placement import shard_tags
 from .engine.queue import Queue
 from .engine.rows import Row
 from .engine.shards import AnyQueue, open_queue
-from .exceptions import EnqueueError, InvalidArguments
+from .exceptions import CorruptKeyspace, EnqueueError, InvalidArguments
 from .lanes import current_lane, current_tenant, current_unique_key
 from .results import (
     STATUS,
@@ -198,15 +199,19 @@ class FairLanesBackend(BaseTaskBackend):
 
     def _register(self, name: str) -> None:
         """Record queue ``name`` in the registry once per process and connection
-        (a backend serving any queue name only; one SADD, before the job's write,
-        so a worker that reads the registry finds every queue holding a job)."""
+        (a backend serving any queue name only; one SADD, once the job is checked
+        and before it is written, so a worker that reads the registry finds every
+        queue holding a job, and a refused enqueue registers nothing)."""
         if self.queues:
             return
         connection = get_connection()
         key = (name, id(connection))
         if key in self._registered:
             return
-        connection.sadd(QUEUE_REGISTRY, name)
+        try:
+            connection.sadd(QUEUE_REGISTRY, name)
+        except redis.ResponseError as exc:
+            raise _damaged_registry(exc) from exc
         self._registered = {k for k in self._registered if k[1] == id(connection)} | {key}
 
     def check_arguments(
@@ -237,7 +242,6 @@ class FairLanesBackend(BaseTaskBackend):
             run_after = timezone.make_aware(run_after)
         try:
             queue = self.engine(task.queue_name)
-            self._register(task.queue_name)
             enqueued = queue.enqueue(
                 lane,
                 task.module_path,
@@ -247,6 +251,8 @@ class FairLanesBackend(BaseTaskBackend):
                 meta=enqueue_meta(task, self.alias),
                 unique_key=current_unique_key(),
                 tenant=current_tenant(),
+                # once the job is checked: a refused enqueue registers nothing
+                before_write=partial(self._register, task.queue_name),
             )
         except InvalidArguments as exc:
             raise InvalidArguments(f"{task.module_path}: {exc}") from None
@@ -313,11 +319,24 @@ def _normalised(
     return normal_args, normal_kwargs
 
 
+def _damaged_registry(exc: redis.ResponseError) -> Exception:
+    """The registry of queue names refused a set command: of the wrong type
+    (``CorruptKeyspace`` naming it), or refused for another reason (as it was)."""
+    if str(exc).startswith("WRONGTYPE"):
+        return CorruptKeyspace(QUEUE_REGISTRY, "is not a set of queue names")
+    return exc
+
+
 def registered_queues(connection: Client) -> list[str]:
     """The valid queue names in the registry, sorted (a name that cannot name a
-    queue, written by hand, is passed over)."""
+    queue, written by hand, is passed over). A registry of the wrong type raises
+    ``CorruptKeyspace`` naming it (``manage.py emq_doctor --repair`` rebuilds it)."""
     names = []
-    for raw in connection.smembers(QUEUE_REGISTRY):
+    try:
+        members = connection.smembers(QUEUE_REGISTRY)
+    except redis.ResponseError as exc:
+        raise _damaged_registry(exc) from exc
+    for raw in members:
         name = raw.decode() if isinstance(raw, bytes) else str(raw)
         try:
             validate_queue_name(name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -18,8 +19,9 @@ from django.tasks.exceptions import InvalidTask
 
 from django_emq import lane
 from django_emq.backend import QUEUE_REGISTRY, FairLanesBackend
-from django_emq.engine.ids import lane_id
+from django_emq.engine.ids import lane_id, mint_job_id
 from django_emq.engine.placement import shard_tags
+from django_emq.exceptions import CorruptKeyspace, InvalidArguments
 from django_emq.jobs import cancel
 from tests import tasks
 from tests.any_queue_settings import ANYQ
@@ -70,6 +72,32 @@ def test_an_invalid_queue_name_is_refused_and_writes_nothing(
     with lane(A), pytest.raises(InvalidTask, match="queue"):
         tasks.add.using(backend="anyq", queue_name="bad name }").enqueue(1, 2)
     assert emq.dbsize() == 0
+
+
+def test_a_refused_enqueue_registers_nothing(emq: redis.Redis, settings: Any) -> None:
+    """Arguments over ``MAX_PAYLOAD`` or a ``run_after`` out of range are refused
+    once checked, before the registry is written: nothing is written at all."""
+    anyq(settings)
+    big = "x" * 2_000_000
+    with lane(A), pytest.raises(InvalidArguments):
+        tasks.record.using(backend="anyq", queue_name="typo1").enqueue(big)
+    with lane(A), pytest.raises(ValueError, match="run_after"):
+        tasks.add.using(
+            backend="anyq", queue_name="typo2", run_after=datetime(2000, 1, 1, tzinfo=UTC)
+        ).enqueue(1, 2)
+    assert emq.dbsize() == 0
+
+
+def test_a_registry_of_the_wrong_type_is_named_by_enqueue_and_get_result(
+    emq: redis.Redis, settings: Any
+) -> None:
+    backend = anyq(settings)
+    emq.set(QUEUE_REGISTRY, "oops")
+    with lane(A), pytest.raises(CorruptKeyspace, match=QUEUE_REGISTRY):
+        tasks.add.using(backend="anyq", queue_name="fresh").enqueue(1, 2)
+    with pytest.raises(CorruptKeyspace, match="emq_doctor"):
+        backend.get_result(mint_job_id())
+    assert emq.keys() == [QUEUE_REGISTRY.encode()]  # the refused enqueue wrote nothing
 
 
 def test_a_sharded_queue_is_served_and_its_shards_names_are_refused(
@@ -149,5 +177,7 @@ def test_a_registry_that_is_not_a_set_is_a_command_error_at_start(
 ) -> None:
     anyq(settings)
     emq.set(QUEUE_REGISTRY, "not a set")
-    with pytest.raises(CommandError, match="cannot read the queue registry: WRONGTYPE"):
+    with pytest.raises(
+        CommandError, match="cannot read the queue registry: emq:queues is not a set"
+    ):
         call_command("run_emq_worker", "--backend", "anyq", "--burst", verbosity=0)

@@ -10,18 +10,23 @@ ask which kind they hold.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from .home import Home
 from .records import Claim, ClaimRequest, Enqueued, JobSpec
 
+#: Called once the job has been checked and encoded, before it is written: what
+#: the caller must record only for a job that will be written (the Django layer
+#: records the queue's name in its registry). What it raises refuses the enqueue.
+type BeforeWrite = Callable[[], None] | None
+
 
 class QueueAPI:
     """The keyword forms of enqueue and claim, over the typed values."""
 
-    def enqueue_spec(self, spec: JobSpec) -> Enqueued:
+    def enqueue_spec(self, spec: JobSpec, before_write: BeforeWrite = None) -> Enqueued:
         raise NotImplementedError
 
     def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
@@ -43,6 +48,7 @@ class QueueAPI:
         meta: Mapping[str, Any] | None = None,
         unique_key: str | None = None,
         tenant: str | None = None,
+        before_write: BeforeWrite = None,
     ) -> Enqueued:
         """Enqueue one job on ``lane``. Everything is validated before anything is written.
 
@@ -53,6 +59,7 @@ class QueueAPI:
         Raises ``ValueError``/``InvalidArguments`` for bad input and
         ``EnqueueError`` when the server cannot be reached or refuses the write
         (out of memory, a read-only replica, an ACL that forbids it).
+        ``before_write`` is called once the job is checked, before it is written.
         """
         return self.enqueue_spec(
             JobSpec(
@@ -66,7 +73,8 @@ class QueueAPI:
                 meta,
                 unique_key,
                 tenant=tenant,
-            )
+            ),
+            before_write,
         )
 
     def enqueue_many(self, jobs: Iterable[JobSpec | Mapping[str, Any]]) -> list[Enqueued]:

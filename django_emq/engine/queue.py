@@ -23,7 +23,7 @@ import redis
 from redis.exceptions import RedisClusterException
 
 from . import calls, ops
-from .api import QueueAPI
+from .api import BeforeWrite, QueueAPI
 from .control import LaneControl
 from .exceptions import CorruptKeyspace, EnqueueError, JobError, script_error, unreachable
 from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
@@ -175,9 +175,11 @@ class Queue(QueueAPI, LaneControl, PolicyCalls, QueueReads):
             tenant_arg(spec.tenant, self.fairness),
         )
 
-    def enqueue_spec(self, spec: JobSpec) -> Enqueued:
+    def enqueue_spec(self, spec: JobSpec, before_write: BeforeWrite = None) -> Enqueued:
         """``enqueue`` of one ``JobSpec``."""
         op = ops.enqueue(self.prepare(spec))
+        if before_write is not None:
+            before_write()
         try:
             reply = self.runner.script(op.call)
         except CorruptKeyspace:

@@ -24,7 +24,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import ops
-from .api import QueueAPI
+from .api import BeforeWrite, QueueAPI
 from .exceptions import JobError, JobNotFound
 from .ids import mint_job_id, validate_job_id, validate_lane
 from .payload import text
@@ -85,11 +85,11 @@ class ShardedQueue(QueueAPI, PolicyCalls):
 
     # -- enqueue -------------------------------------------------------------
 
-    def enqueue_spec(self, spec: JobSpec) -> Enqueued:
+    def enqueue_spec(self, spec: JobSpec, before_write: BeforeWrite = None) -> Enqueued:
         """:meth:`Queue.enqueue` on the lane's shard. The job id answered (and a
         given ``job_id``) carries the shard's mark, ``.s<k>``."""
         shard, marked = self._marked(spec)
-        return shard.enqueue_spec(marked)
+        return shard.enqueue_spec(marked, before_write)
 
     def enqueue_specs(self, specs: Sequence[JobSpec]) -> list[Enqueued]:
         """:meth:`Queue.enqueue_many`, one round trip per shard. Every job is
