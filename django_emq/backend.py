@@ -192,10 +192,12 @@ class FairLanesBackend(BaseTaskBackend):
 
     def served_queues(self) -> list[str]:
         """The names of the queues this backend serves: its ``QUEUES``, or with
-        an empty list every name in the registry (read from the server)."""
+        an empty list every name in the registry (read from the server) and the
+        queue of every periodic schedule no other backend lists (its workers
+        tick it, so it fires before any enqueue registers its queue)."""
         if self.queues:
             return sorted(self.queues)
-        return registered_queues(get_connection())
+        return sorted({*registered_queues(get_connection()), *unlisted_schedule_queues()})
 
     def _register(self, name: str) -> None:
         """Record queue ``name`` in the registry once per process and connection
@@ -331,6 +333,27 @@ def registered_queues(connection: Client) -> list[str]:
             continue
         names.append(name)
     return sorted(names)
+
+
+def unlisted_schedule_queues() -> set[str]:
+    """The queues of the periodic schedules (configured and registered) that no
+    ``FairLanesBackend`` in ``TASKS`` lists in its ``QUEUES``: those a backend
+    with ``QUEUES: []`` serves for them (system check ``emq.E010`` reports one
+    when there is no such backend)."""
+    from django.tasks import task_backends
+    from django.tasks.exceptions import InvalidTaskBackend
+
+    from .schedules import schedules
+
+    listed: set[str] = set()
+    for alias in task_backends.settings:
+        try:
+            other = task_backends[alias]
+        except InvalidTaskBackend:  # Django's own check reports it
+            continue
+        if isinstance(other, FairLanesBackend):
+            listed |= other.queues
+    return {s.queue for s in schedules(emq_settings().schedules).values()} - listed
 
 
 def configured_queues() -> dict[str, FairLanesBackend]:
