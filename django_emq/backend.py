@@ -33,6 +33,7 @@ from .engine.ids import validate_job_id, validate_queue_name
 from .engine.payload import encode_arguments
 from .engine.placement import shard_tags
 from .engine.queue import Queue
+from .engine.records import RUN_AFTER_PAST_LIMIT
 from .engine.rows import Row
 from .engine.shards import AnyQueue, open_queue
 from .exceptions import CorruptKeyspace, EnqueueError, InvalidArguments
@@ -192,10 +193,12 @@ class FairLanesBackend(BaseTaskBackend):
 
     def served_queues(self) -> list[str]:
         """The names of the queues this backend serves: its ``QUEUES``, or with
-        an empty list every name in the registry (read from the server)."""
+        an empty list every name in the registry (read from the server) and the
+        queue of every periodic schedule no other backend lists (its workers
+        tick it, so it fires before any enqueue registers its queue)."""
         if self.queues:
             return sorted(self.queues)
-        return registered_queues(get_connection())
+        return sorted({*registered_queues(get_connection()), *unlisted_schedule_queues()})
 
     def _register(self, name: str) -> None:
         """Record queue ``name`` in the registry once per process and connection
@@ -240,6 +243,11 @@ class FairLanesBackend(BaseTaskBackend):
         run_after = task.run_after
         if run_after is not None and timezone.is_naive(run_after):
             run_after = timezone.make_aware(run_after)
+        if run_after is not None and run_after < timezone.now() - RUN_AFTER_PAST_LIMIT:
+            # Django's run_after is the earliest a task may run: long past is now
+            # (the engine refuses it as a likely mistake; the backend's contract is
+            # Django's, which validates only that it is aware).
+            run_after = None
         try:
             queue = self.engine(task.queue_name)
             enqueued = queue.enqueue(
@@ -344,6 +352,27 @@ def registered_queues(connection: Client) -> list[str]:
             continue
         names.append(name)
     return sorted(names)
+
+
+def unlisted_schedule_queues() -> set[str]:
+    """The queues of the periodic schedules (configured and registered) that no
+    ``FairLanesBackend`` in ``TASKS`` lists in its ``QUEUES``: those a backend
+    with ``QUEUES: []`` serves for them (system check ``emq.E010`` reports one
+    when there is no such backend)."""
+    from django.tasks import task_backends
+    from django.tasks.exceptions import InvalidTaskBackend
+
+    from .schedules import schedules
+
+    listed: set[str] = set()
+    for alias in task_backends.settings:
+        try:
+            other = task_backends[alias]
+        except InvalidTaskBackend:  # Django's own check reports it
+            continue
+        if isinstance(other, FairLanesBackend):
+            listed |= other.queues
+    return {s.queue for s in schedules(emq_settings().schedules).values()} - listed
 
 
 def configured_queues() -> dict[str, FairLanesBackend]:

@@ -10,6 +10,7 @@ Registered in ``EMQConfig.ready()``. Ids:
 - ``emq.E006`` a name in a backend's ``QUEUES`` that cannot name a queue (reported
   by ``FairLanesBackend.check``, which Django runs untagged);
 - ``emq.E009`` a periodic schedule names a task that does not import (or is not a task);
+- ``emq.E010`` a periodic schedule names a queue no ``FairLanesBackend`` serves;
 - ``emq.W001`` an unknown ``EMQ`` key;
 - ``emq.W002`` the server could not be reached to check its version;
 - ``emq.W003`` ``EMQ["SHARDS"]`` names a queue no ``FairLanesBackend`` serves.
@@ -132,16 +133,34 @@ def check_schedules(
     app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """``emq.E009``: every schedule (configured or registered) names a task that
-    imports, else each of its ticks would make a job that can only go dead.
-    (A bad or never-matching cron expression is ``emq.E002``, from the settings.)"""
+    imports, else each of its ticks would make a job that can only go dead;
+    ``emq.E010``: and a queue some ``FairLanesBackend`` serves, else no worker
+    ever ticks it. (A bad or never-matching cron expression, or a name that
+    cannot name a queue, is ``emq.E002``, from the settings.)
+
+    A module that ends the process at import (``os._exit``, a fatal signal)
+    ends the check with it: that cannot be caught in-process (docs/schedules.md).
+    """
     if not _ours(app_configs) or conf.problems():
         return []
     from django.tasks import Task
     from django.utils.module_loading import import_string
 
     messages: list[CheckMessage] = []
-    for schedule in sorted(schedules.schedules(conf.emq_settings().schedules).values(),
-                           key=lambda s: s.name):  # fmt: skip
+    every = sorted(schedules.schedules(conf.emq_settings().schedules).values(),
+                   key=lambda s: s.name)  # fmt: skip
+    served = _served_queues() if every else None
+    messages += [
+        Error(
+            f"Schedule {schedule.name!r} names queue {schedule.queue!r}, which no "
+            "FairLanesBackend in TASKS serves: no worker would ever enqueue its ticks.",
+            hint="Fix the schedule's 'queue', or add the queue to a FairLanesBackend's QUEUES.",
+            id="emq.E010",
+        )
+        for schedule in every
+        if served is not None and schedule.queue not in served
+    ]
+    for schedule in every:
         try:
             task = import_string(schedule.task)
         except (Exception, SystemExit) as exc:  # whatever importing it raised
@@ -164,10 +183,18 @@ def _served_queues() -> set[str] | None:
     """Every queue name a ``FairLanesBackend`` in ``TASKS`` serves; ``None`` when
     one serves any name (``QUEUES: []``)."""
     from django.tasks import task_backends
+    from django.tasks.exceptions import InvalidTaskBackend
 
     from .backend import FairLanesBackend
 
-    backends = [b for b in task_backends.all() if isinstance(b, FairLanesBackend)]
+    backends = []
+    for alias in task_backends.settings:
+        try:
+            backend = task_backends[alias]
+        except InvalidTaskBackend:  # Django's own check reports it
+            continue
+        if isinstance(backend, FairLanesBackend):
+            backends.append(backend)
     if any(b.serves_any_queue for b in backends):
         return None
     return {name for backend in backends for name in backend.queues}

@@ -27,7 +27,7 @@ from .conf_values import ALL_QUEUES
 from .engine.policies import POLICIES
 from .engine.policies import rate as rate_policy
 from .engine.policies import timeshare as timeshare_policy
-from .engine.records import MAX_LEASE_MS
+from .engine.records import MAX_DELAY_MS, MAX_LEASE_MS
 from .schedules import Schedule
 from .schedules import parse as parse_schedules
 
@@ -42,6 +42,13 @@ MAX_LEASE = MAX_LEASE_MS // 1000
 #: trip; a shorter one expires between beats, sending its jobs dead as if their
 #: worker had died (docs/settings.md).
 MIN_LEASE = 0.1
+#: Longest value of every other duration, in seconds (366 days, the longest
+#: retry delay the engine takes): a bound that keeps every deadline computed
+#: from one (a result's expiry, a socket timeout, a wait) in range, so a typo
+#: such as ``1e30`` is a check error rather than an ``OverflowError`` at every use.
+MAX_DURATION = MAX_DELAY_MS // 1000
+_DAY = " seconds (24 hours)"
+_LONGEST = " seconds (366 days)"
 #: ``PREFETCH`` unless ``MAX_EXPIRIES`` is 1 (then 1).
 DEFAULT_PREFETCH = 16
 #: Threads a worker runs sync tasks on when neither ``--threads`` nor
@@ -139,7 +146,7 @@ class EMQSettings:
                 parse.positive_duration,
                 " seconds (shorter leases expire between the beats that extend them)",
             ),
-            " seconds (24 hours)",
+            _DAY,
         ),
         "seconds a claimed job is leased to its worker (extended while it runs)",
         default=30.0, backend=True, env=float, flag="lease",
@@ -153,7 +160,8 @@ class EMQSettings:
         default=3, backend=True, env=int,
     )  # fmt: skip
     result_ttl: float = setting(
-        parse.positive_duration, "seconds a finished job's result stays readable",
+        parse.at_most(MAX_DURATION, parse.positive_duration, _LONGEST),
+        "seconds a finished job's result stays readable",
         default=86400.0, backend=True, env=float,
     )  # fmt: skip
     max_payload: int = setting(
@@ -161,24 +169,28 @@ class EMQSettings:
         default=1024 * 1024, backend=True, env=int,
     )  # fmt: skip
     retry_backoff: float = setting(
-        parse.duration, "base delay of a retry in seconds (doubled each attempt, jittered)",
+        parse.at_most(MAX_DURATION, parse.duration, _LONGEST),
+        "base delay of a retry in seconds (doubled each attempt, jittered)",
         default=1.0, backend=True, env=float,
     )  # fmt: skip
     retry_backoff_max: float = setting(
-        parse.duration, "longest delay of a retry, in seconds",
+        parse.at_most(MAX_DURATION, parse.duration, _LONGEST),
+        "longest delay of a retry, in seconds",
         default=300.0, backend=True, env=float,
     )  # fmt: skip
     beat: float = setting(
-        parse.positive_duration,
+        parse.at_most(MAX_LEASE, parse.positive_duration, _DAY),
         "seconds between a worker's lease extensions, reaps and promotions",
         default=2.0, backend=True, env=float, flag="beat",
     )  # fmt: skip
     enqueue_timeout: float = setting(
-        parse.positive_duration, "connect and read timeout of the shared client, in seconds",
+        parse.at_most(MAX_DURATION, parse.positive_duration, _LONGEST),
+        "connect and read timeout of the shared client, in seconds",
         default=5.0, env=float,
     )  # fmt: skip
     shutdown_grace: float = setting(
-        parse.duration, "seconds running jobs get to finish on SIGTERM",
+        parse.at_most(MAX_DURATION, parse.duration, _LONGEST),
+        "seconds running jobs get to finish on SIGTERM",
         default=30.0, backend=True, env=float, flag="grace",
     )  # fmt: skip
     #: How far a worker claims ahead of its free slots while jobs are short.

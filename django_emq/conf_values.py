@@ -179,6 +179,12 @@ def tenant_source(value: object) -> str | None:
     return value
 
 
+def _figure(limit: float) -> str:
+    """``limit`` as a message shows it: a whole number in full (``31622400``,
+    not ``3.16224e+07``), a fraction as short as it reads (``0.1``)."""
+    return str(int(limit)) if float(limit).is_integer() else f"{limit:g}"
+
+
 def at_most(limit: float, parse: Callable[[Any], Any], unit: str = "") -> Callable[[Any], Any]:
     """``parse``, refusing a value above ``limit`` (``unit`` follows the limit
     in the message: ``" seconds (24 hours)"``)."""
@@ -186,7 +192,7 @@ def at_most(limit: float, parse: Callable[[Any], Any], unit: str = "") -> Callab
     def bounded(value: object) -> Any:
         parsed = parse(value)
         if parsed > limit:
-            raise ValueError(f"must be at most {limit:g}{unit}, not {value!r}")
+            raise ValueError(f"must be at most {_figure(limit)}{unit}, not {value!r}")
         return parsed
 
     return bounded
@@ -199,7 +205,7 @@ def at_least(limit: float, parse: Callable[[Any], Any], unit: str = "") -> Calla
     def bounded(value: object) -> Any:
         parsed = parse(value)
         if parsed < limit:
-            raise ValueError(f"must be at least {limit:g}{unit}, not {value!r}")
+            raise ValueError(f"must be at least {_figure(limit)}{unit}, not {value!r}")
         return parsed
 
     return bounded

@@ -65,22 +65,30 @@ class Schedule:
     missed: str = "once"
 
     def __post_init__(self) -> None:
+        """``ValueError`` for anything invalid, its message starting with the
+        schedule's name (once: ``parse`` adds nothing to it)."""
         if not isinstance(self.name, str) or not SCHEDULE_NAME_RE.fullmatch(self.name):
             raise ValueError(
                 f"{self.name!r} is not a schedule name: use 1-100 of A-Z a-z 0-9 _ . -"
             )
+        try:
+            self._validate()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"schedule {self.name!r}: {exc}") from None
+
+    def _validate(self) -> None:
         validate_task_path(self.task)
         if not isinstance(self.cron, str) or not croniter.is_valid(self.cron):
-            raise ValueError(f"schedule {self.name!r}: {self.cron!r} is not a cron expression")
+            raise ValueError(f"{self.cron!r} is not a cron expression")
         if self.next_after(datetime.now(UTC)) is None:
             raise ValueError(
-                f"schedule {self.name!r}: {self.cron!r} never matches (no tick in the "
-                "years croniter searches: a day that no month has, such as February 31?)"
+                f"{self.cron!r} never matches (no tick in the years croniter searches: "
+                "a day that no month has, such as February 31?)"
             )
         validate_lane(self.lane)
         validate_queue_name(self.queue)
         if self.missed not in MISSED_POLICIES:
-            raise ValueError(f"schedule {self.name!r}: missed must be 'once' or 'skip'")
+            raise ValueError("missed must be 'once' or 'skip'")
         encode_arguments(self.args, self.kwargs, 1024 * 1024)
 
     def latest(self, now: datetime) -> datetime | None:
@@ -169,18 +177,20 @@ def parse(value: object) -> Mapping[str, Schedule]:
                 )
             )
         try:
-            found[name] = Schedule(
-                name,
-                spec["task"],
-                spec["cron"],
-                spec["lane"],
-                spec.get("queue", "default"),
-                tuple(spec.get("args", ())),
-                dict(spec.get("kwargs", {})),
-                spec.get("missed", "once"),
-            )
+            args, kwargs = tuple(spec.get("args", ())), dict(spec.get("kwargs", {}))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"schedule {name!r}: {exc}") from None
+        # Schedule names itself in its errors (an invalid name names it too).
+        found[name] = Schedule(
+            name,
+            spec["task"],
+            spec["cron"],
+            spec["lane"],
+            spec.get("queue", "default"),
+            args,
+            kwargs,
+            spec.get("missed", "once"),
+        )
     return MappingProxyType(found)
 
 

@@ -181,3 +181,26 @@ def test_a_registry_that_is_not_a_set_is_a_command_error_at_start(
         CommandError, match="cannot read the queue registry: emq:queues is not a set"
     ):
         call_command("run_emq_worker", "--backend", "anyq", "--burst", verbosity=0)
+
+
+def test_a_schedule_on_a_queue_no_backend_lists_fires_on_the_any_queue_worker(
+    emq: redis.Redis, settings: Any
+) -> None:
+    """A schedule's queue that no backend lists is served by a ``QUEUES: []``
+    backend's worker from the start, before any enqueue registers it (the
+    worker ticks the schedules of the queues it serves): its tick is enqueued
+    and run. A queue another backend lists stays that backend's."""
+    backend = anyq(settings)
+    settings.EMQ = {**settings.EMQ, "SCHEDULES": {
+        "unlisted": {"task": "tests.tasks.record", "cron": "* * * * * *", "lane": A,
+                     "queue": "scheduled-only", "args": ["ticked"]},
+        "listed": {"task": "tests.tasks.record", "cron": "* * * * * *", "lane": A,
+                   "queue": "other", "args": ["not here"]},
+    }}  # fmt: skip
+    assert "scheduled-only" not in registry(emq)
+    assert backend.served_queues() == ["scheduled-only"]
+    assert [m for m in run_checks() if str(m.id).startswith("emq.E")] == []
+    call_command("run_emq_worker", "--backend", "anyq", "--burst", verbosity=0)
+    ran = runs(emq)  # a later beat of the run may enqueue the next second's tick too
+    assert ran
+    assert set(ran) == {"ticked"}

@@ -140,6 +140,20 @@ def test_run_after_makes_the_job_scheduled(emq: redis.Redis, user: User) -> None
     assert backend().get_result(result.id).status == TaskResultStatus.READY
 
 
+def test_a_run_after_long_past_runs_now(emq: redis.Redis, user: User) -> None:
+    """Django's ``run_after`` is the earliest a task may run: three days ago is
+    now (the engine refuses a time that stale; the backend follows Django, whose
+    base backend checks only that it is aware). The result keeps the caller's
+    ``run_after``."""
+    past = timezone.now() - timedelta(days=3)
+    result = enqueue_for(user, tasks.add.using(run_after=past), 1, 2)
+    row = backend().queue("default").job(result.id)
+    assert row is not None
+    assert row["state"] == "pending"
+    assert result.task.run_after == past
+    assert backend().get_result(result.id).task.run_after == past
+
+
 def test_queue_name_is_honoured(emq: redis.Redis, user: User) -> None:
     result = enqueue_for(user, tasks.add.using(queue_name="other"), 1, 2)
     assert backend().queue("other").job(result.id) is not None

@@ -267,3 +267,41 @@ def test_a_schedule_naming_a_task_that_does_not_import_is_an_error(
     assert "raises RuntimeError on import: this task module refuses" in found["raises"]
     assert "ImportError" in found["gone"]
     assert "is not a django.tasks Task" in found["module"]
+
+
+def test_a_schedule_on_a_queue_no_backend_serves_is_an_error(
+    settings: SettingsWrapper,
+) -> None:
+    """A typo in a schedule's queue: no worker would ever tick it, so check says
+    so (emq.E010), naming the schedule and the queue; the one on a served queue
+    passes."""
+    lane = "SYS00000000001"
+    settings.EMQ = {
+        "URL": "redis://localhost:6379/0",
+        "SCHEDULES": {
+            "typo": {"task": "tests.tasks.add", "cron": "* * * * *", "lane": lane,
+                     "queue": "nope"},
+            "fine": {"task": "tests.tasks.add", "cron": "* * * * *", "lane": lane,
+                     "queue": "other"},
+        },
+    }  # fmt: skip
+    messages = check_schedules()
+    assert ids(messages) == ["emq.E010"]
+    assert "Schedule 'typo' names queue 'nope', which no FairLanesBackend" in str(messages[0].msg)
+
+
+def test_a_schedule_on_any_queue_name_passes_when_a_backend_serves_any(
+    settings: SettingsWrapper,
+) -> None:
+    """With a backend of ``QUEUES: []`` (any queue name) the name need only be
+    valid: its workers serve every queue the registry holds."""
+    settings.EMQ = {
+        "URL": "redis://localhost:6379/0",
+        "SCHEDULES": {"s": {"task": "tests.tasks.add", "cron": "* * * * *",
+                            "lane": "SYS00000000001", "queue": "anything"}},
+    }  # fmt: skip
+    settings.TASKS = {
+        **settings.TASKS,
+        "any": {"BACKEND": "django_emq.backend.FairLanesBackend", "QUEUES": []},
+    }
+    assert check_schedules() == []

@@ -204,6 +204,15 @@ def test_queue_options_follow_settings(settings: SettingsWrapper) -> None:
         ({"HISTORY": 0}, "EMQ['HISTORY'] must be a whole number"),
         ({"HISTORY": 1001}, "EMQ['HISTORY'] must be at most 1000"),
         ({"LEASE": 86401}, "EMQ['LEASE'] must be at most 86400 seconds"),
+        ({"BEAT": 86401}, "EMQ['BEAT'] must be at most 86400 seconds (24 hours)"),
+        ({"RESULT_TTL": 1e30}, "EMQ['RESULT_TTL'] must be at most 31622400 seconds (366 days)"),
+        (
+            {"ENQUEUE_TIMEOUT": 1e30},
+            "EMQ['ENQUEUE_TIMEOUT'] must be at most 31622400 seconds (366 days)",
+        ),
+        ({"SHUTDOWN_GRACE": timedelta(days=367)}, "EMQ['SHUTDOWN_GRACE'] must be at most"),
+        ({"RETRY_BACKOFF": 1e30}, "EMQ['RETRY_BACKOFF'] must be at most 31622400 seconds"),
+        ({"RETRY_BACKOFF_MAX": 1e30}, "EMQ['RETRY_BACKOFF_MAX'] must be at most 31622400"),
         ({"EMBEDDED_DIR": 3}, "EMQ['EMBEDDED_DIR'] must be a path"),
         ({"LANE_BRANDS": ["USR"]}, "EMQ['LANE_BRANDS'] must be a dict"),
         ({"LANE_BRANDS": {"auth.Group": "grp"}}, "is not three upper-case letters"),
@@ -312,3 +321,27 @@ def test_prefetch_defaults_to_one_when_one_expiry_is_final(settings: SettingsWra
     assert conf.emq_settings().prefetch == 8
     settings.EMQ = {"MAX_EXPIRIES": 2}
     assert conf.emq_settings().prefetch == 16
+
+
+def test_every_duration_works_at_its_maximum(settings: SettingsWrapper, emq: Any) -> None:
+    """The maximums are real bounds, not guesses: at each one the shared client
+    connects and an enqueue through the backend writes its job (1e30 raised
+    ``OverflowError`` at both)."""
+    from django.tasks import task_backends
+
+    from django_emq import lane, lane_id
+    from django_emq.backend import FairLanesBackend
+    from django_emq.conf_table import MAX_DURATION
+    from django_emq.connection import get_connection
+    from tests.tasks import add
+
+    settings.EMQ = {**settings.EMQ, "RESULT_TTL": MAX_DURATION, "ENQUEUE_TIMEOUT": MAX_DURATION,
+                    "SHUTDOWN_GRACE": MAX_DURATION, "RETRY_BACKOFF": MAX_DURATION,
+                    "RETRY_BACKOFF_MAX": MAX_DURATION, "LEASE": 86400, "BEAT": 86399}  # fmt: skip
+    assert conf.problems() == []
+    assert get_connection().ping()
+    with lane(lane_id("USR", 1)):
+        result = add.enqueue(1, 2)
+    backend = task_backends["default"]
+    assert isinstance(backend, FairLanesBackend)
+    assert backend.queue("default").job(result.id) is not None

@@ -58,3 +58,43 @@ def test_the_keys_read_are_those_of_the_table_with_a_cast(monkeypatch: pytest.Mo
     }
     assert (found["THREADS"], found["HISTORY"], found["MAX_DEPTH"]) == (4, 5, 100)
     assert (found["FAIRNESS"], found["TENANT"]) == ("time", "organization")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "value"),
+    [
+        ("EMQ_LEASE", "2e1", 20.0),
+        ("EMQ_LEASE", "0.5e1", 5.0),
+        ("EMQ_RESULT_TTL", " 3600 ", 3600.0),
+        ("EMQ_SHUTDOWN_GRACE", "1.5", 1.5),
+        ("EMQ_MAX_ATTEMPTS", "7", 7),
+    ],
+)
+def test_numbers_are_read_as_python_reads_them(
+    monkeypatch: pytest.MonkeyPatch, name: str, text: str, value: float
+) -> None:
+    """An exponent is an exponent: django-environ's float cast read ``2e1`` as 21.0."""
+    monkeypatch.setenv(name, text)
+    found = env_settings()[name.removeprefix("EMQ_")]
+    assert (found, type(found)) == (value, type(value))
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "kind"),
+    [
+        ("EMQ_ENQUEUE_TIMEOUT", "5min", "a number"),
+        ("EMQ_SHUTDOWN_GRACE", "2min", "a number"),
+        ("EMQ_LEASE", "abc", "a number"),
+        ("EMQ_LEASE", "", "a number"),
+        ("EMQ_MAX_ATTEMPTS", "2.5", "a whole number"),
+        ("EMQ_PREFETCH", "1e3", "a whole number"),
+    ],
+)
+def test_a_number_that_does_not_parse_names_its_variable_and_value(
+    monkeypatch: pytest.MonkeyPatch, name: str, text: str, kind: str
+) -> None:
+    """Refused whole, never read in part (django-environ read ``5min`` as 5.0)."""
+    monkeypatch.setenv(name, text)
+    with pytest.raises(ConfigurationError) as caught:
+        env_settings()
+    assert str(caught.value) == f"${name} is invalid: must be {kind}, not {text!r}"

@@ -297,3 +297,15 @@ def test_the_admin_lists_schedules_with_their_last_and_next_run(schedule_setting
     tick([get_queue()], emq_settings().schedules, now=T0 + timedelta(seconds=1))
     page = client.get("/admin/django_emq/lane/").content.decode()
     assert "2026-01-01 03:00:00" in page  # the last run, in TIME_ZONE (UTC here)
+
+
+def test_a_bad_schedule_names_itself_once(settings: Any) -> None:
+    """The settings' message names the schedule once (it read
+    ``schedule 'never': schedule 'never': ...``)."""
+    from django_emq.conf import problems
+
+    never = {"never": {"task": TASK, "cron": "0 0 31 2 *", "lane": A}}
+    settings.EMQ = {**settings.EMQ, "SCHEDULES": never}
+    (problem,) = [p for p in problems() if "SCHEDULES" in p]
+    assert problem.startswith("EMQ['SCHEDULES'] schedule 'never': '0 0 31 2 *' never matches")
+    assert problem.count("'never'") == 1

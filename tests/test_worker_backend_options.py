@@ -8,6 +8,7 @@ command-line options win over both. The worker's settings module is
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -180,3 +181,53 @@ def test_a_worker_of_a_backend_with_bad_options_refuses_to_start(emq: redis.Redi
     assert "TASKS['tuned']['OPTIONS']['LEASE'] must be more than zero" in out.decode()
     assert (q.job(job.job_id) or {}).get(Row.STATE) == "pending"
     assert runs(emq) == []
+
+
+def test_a_duration_past_its_maximum_is_refused_by_name_not_by_overflow(
+    emq: redis.Redis, settings: Any
+) -> None:
+    """``RESULT_TTL: 1e30`` made every enqueue raise ``OverflowError`` and the
+    worker die with a traceback: it is now the settings' own error, naming the
+    key and its maximum, at the enqueue (nothing written) and at the worker."""
+    from django_emq.exceptions import ConfigurationError
+
+    message = "TASKS['tuned']['OPTIONS']['RESULT_TTL'] must be at most 31622400 seconds"
+    settings.TASKS = {**settings.TASKS, "tuned": {
+        "BACKEND": "django_emq.backend.FairLanesBackend", "QUEUES": ["tuned"],
+        "OPTIONS": {"RESULT_TTL": 1e30}}}  # fmt: skip
+    backend = task_backends["tuned"]
+    assert isinstance(backend, FairLanesBackend)
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        backend.queue("tuned")
+    p = worker({"RESULT_TTL": 1e30}, "--burst", "--skip-checks")
+    out = p.communicate(timeout=60)[0].decode()
+    assert p.returncode != 0
+    assert message in out
+    assert "Traceback" not in out
+    assert "OverflowError" not in out
+
+
+def test_bad_options_of_one_backend_stop_every_worker_until_fixed_or_skipped(
+    emq: redis.Redis,
+) -> None:
+    """As docs/settings.md says: ``emq.E008`` is a system-check error, so like
+    any Django check error it stops every command that runs the checks, the
+    workers of the other backends too; with ``--skip-checks`` those run, with
+    their own settings, while the broken backend's still refuses."""
+    q = Queue("default", connection=get_connection())
+    job = q.enqueue(A, "tests.tasks.record", ["served"])
+    # A later --backend wins over the "--backend tuned" worker() passes first.
+    checked = worker({"LEASE": 0}, "--backend", "default", "--burst")
+    out = checked.communicate(timeout=60)[0].decode()
+    assert checked.returncode != 0
+    assert "emq.E008" in out
+    assert "TASKS['tuned']['OPTIONS']['LEASE']" in out
+    assert (q.job(job.job_id) or {}).get(Row.STATE) == "pending"
+    skipped = worker({"LEASE": 0}, "--backend", "default", "--burst", "--skip-checks")
+    out = skipped.communicate(timeout=60)[0].decode()
+    assert skipped.returncode == 0, out
+    assert (q.job(job.job_id) or {}).get(Row.STATE) == "done"
+    broken = worker({"LEASE": 0}, "--burst", "--skip-checks")
+    out = broken.communicate(timeout=60)[0].decode()
+    assert broken.returncode != 0
+    assert "TASKS['tuned']['OPTIONS']['LEASE'] must be more than zero" in out

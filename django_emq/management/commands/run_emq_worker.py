@@ -11,6 +11,7 @@ import logging
 import time
 from argparse import ArgumentParser, ArgumentTypeError
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,27 +79,81 @@ def worker_id(text: str) -> str:
     return text
 
 
-def configure_logging(level: int) -> None:
+def configure_logging(level: int) -> Callable[[], None]:
     """The worker's lines at ``level``, each printed once: to the project's own
     handlers when its ``LOGGING`` gives the root logger some, else to a stream
     handler of the worker's own (the root logger gets none, so nothing logged
     under ``django`` shows twice). Then Django's own per-job lines
     (``django.tasks``: started, finished) go through the same handler, once,
     from ``-v 2`` on: at the default level the worker's own line per job says
-    what they say, for a fraction of the cost."""
+    what they say, for a fraction of the cost. A ``django.tasks`` logger the
+    project configured itself (a handler, a level, a filter, no propagation)
+    is left as it is.
+
+    Answers the function that puts back everything it changed, for a worker
+    run in-process (``call_command``) to leave its caller's logging as it was.
+    """
     emq = logging.getLogger("django_emq")
+    saved = [_LoggerState.of(emq)]
+
+    def restore() -> None:
+        for state in reversed(saved):
+            state.restore()
+
     emq.setLevel(level)
     if logging.getLogger().handlers or any(
         not isinstance(h, logging.NullHandler) for h in emq.handlers
     ):
-        return
+        return restore
     handler = LineHandler()
     handler.setFormatter(LineFormatter(FORMAT))
     emq.addHandler(handler)
     tasks = logging.getLogger("django.tasks")
+    if _configured(tasks):
+        return restore
+    saved.append(_LoggerState.of(tasks))
     tasks.addHandler(handler)
     tasks.propagate = False
     tasks.setLevel(logging.DEBUG if level <= logging.DEBUG else logging.CRITICAL)
+    return restore
+
+
+def _configured(found: logging.Logger) -> bool:
+    """Whether the project set up ``found`` itself: a handler (other than a
+    ``NullHandler``), a level, a filter, or propagation turned off."""
+    return (
+        found.level != logging.NOTSET
+        or not found.propagate
+        or bool(found.filters)
+        or any(not isinstance(h, logging.NullHandler) for h in found.handlers)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _LoggerState:
+    """What :func:`configure_logging` may change of one logger, to put back."""
+
+    logger: logging.Logger
+    level: int
+    propagate: bool
+    handlers: tuple[logging.Handler, ...]
+
+    @classmethod
+    def of(cls, found: logging.Logger) -> _LoggerState:
+        return cls(found, found.level, found.propagate, tuple(found.handlers))
+
+    def restore(self) -> None:
+        """The level, propagation and handlers it had; a handler added since
+        writes what it holds first."""
+        for handler in [h for h in self.logger.handlers if h not in self.handlers]:
+            if isinstance(handler, LineHandler):
+                handler.write_held()
+            self.logger.removeHandler(handler)
+        for handler in self.handlers:
+            if handler not in self.logger.handlers:
+                self.logger.addHandler(handler)
+        self.logger.setLevel(self.level)
+        self.logger.propagate = self.propagate
 
 
 class Command(BaseCommand):
@@ -155,7 +210,15 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        configure_logging(LEVELS.get(options["verbosity"], logging.INFO))
+        restore_logging = configure_logging(LEVELS.get(options["verbosity"], logging.INFO))
+        try:
+            self._serve(options)
+        finally:  # run in-process (call_command): the caller's logging as it was
+            restore_logging()
+
+    def _serve(self, options: dict[str, Any]) -> None:
+        """Build the worker for ``--backend`` and run it (with ``--reload``, under
+        Django's reloader)."""
         try:
             backend = task_backends[options["backend"]]
         except InvalidTaskBackend as exc:  # "The connection 'x' doesn't exist."
