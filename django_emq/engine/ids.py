@@ -129,6 +129,11 @@ def validate_queue_name(name: object) -> str:
     return name
 
 
+def is_job_id(name: object) -> bool:
+    """Whether ``name`` is a job id (a set member that is not one names no row)."""
+    return isinstance(name, str) and JOB_ID_RE.fullmatch(name) is not None
+
+
 def validate_job_id(job_id: object) -> str:
     """Return ``job_id`` if it is a safe job id, else raise ``ValueError``."""
     if not isinstance(job_id, str) or not JOB_ID_RE.fullmatch(job_id):

@@ -293,10 +293,11 @@ def run_after_ms(run_after: datetime | None) -> int:
 
 def lenient_int(value: Any) -> int:
     """A number read from the server (a row's timestamp, a hash's count); 0 when
-    it is missing or unreadable (a hand edit)."""
+    it is missing or unreadable (a hand edit), or too large to be one (an
+    infinite score)."""
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 
