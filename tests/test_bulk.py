@@ -14,9 +14,9 @@ from django.utils import timezone
 from django_emq.engine import bulk, ops
 from django_emq.engine.queue import Queue
 from django_emq.engine.shards import AnyQueue, ShardedQueue
-from django_emq.exceptions import InvalidJobState, JobNotFound
+from django_emq.exceptions import InvalidArguments, InvalidJobState, JobNotFound
 
-from .helpers import claim_one, fill, lane
+from .helpers import claim_one, dump, fill, lane
 from .invariants import check_invariants
 
 A, B = lane(301), lane(302)
@@ -291,3 +291,33 @@ def test_cancel_task_finds_the_lanes_whose_depths_change_during_the_walk(
     assert done.cancelled + done.requested + done.skipped == len(mine)
     assert not {s for s in _states(queue, mine)} & {"pending", "scheduled"}
     check_invariants(queue, hollow_ok=True)
+
+
+BULK_CALLS: dict[str, Callable[[AnyQueue, object], object]] = {
+    "cancel_jobs": bulk.cancel_jobs,  # type: ignore[dict-item]
+    "retry_dead": lambda q, ids: q.retry_dead(ids),  # type: ignore[arg-type]
+    "delete_dead": lambda q, ids: q.delete_dead(ids, lane=A),  # type: ignore[arg-type]
+    "lanes_named": lambda q, ids: q.lanes_named(ids),  # type: ignore[arg-type]
+    "record_history": lambda q, ids: [s.record_history(finished=ids) for s in q.shards],  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("ids", ["abc", b"abc", A, 7])
+@pytest.mark.parametrize("call", list(BULK_CALLS))
+@pytest.mark.parametrize("shards", [1, 3])
+def test_one_str_in_place_of_a_collection_of_ids_is_refused_before_anything(
+    queue: Queue, call: str, ids: object, shards: int
+) -> None:
+    """Iterated, "abc" would name the jobs a, b and c: it is refused, and the
+    jobs of those ids (pending, dead) are left as they were."""
+    target: AnyQueue = (
+        queue if shards == 1 else ShardedQueue("bulk-s", 3, connection=queue.connection)
+    )
+    for job_id in "abc":
+        target.enqueue(A, OTHER, job_id=job_id)
+    dead = claim_one(target)
+    target.fail(dead.job_id, dead.token, "boom")
+    before = dump(queue.connection)
+    with pytest.raises(InvalidArguments, match="must be a collection"):
+        BULK_CALLS[call](target, ids)
+    assert dump(queue.connection) == before

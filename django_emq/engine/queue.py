@@ -26,7 +26,7 @@ from . import calls, ops
 from .api import QueueAPI
 from .control import LaneControl
 from .exceptions import CorruptKeyspace, EnqueueError, JobError, script_error, unreachable
-from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
+from .ids import id_list, mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .keys import QueueKeys
 from .ops import BATCH
 from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_meta
@@ -340,10 +340,11 @@ class Queue(QueueAPI, LaneControl, PolicyCalls, QueueReads):
         and completion made through this API does so at once; a worker
         gathers its own and sends them every ``tally.RECORD_EVERY`` seconds.
         The history is a by-product: a server that cannot take it now is
-        logged, not raised (the claims and outcomes it follows stand)."""
+        logged, not raised (the claims and outcomes it follows stand). One
+        ``str`` in place of the ``finished`` ids raises ``InvalidArguments``."""
         tally = Tally()
         tally.claimed(claims)
-        tally.completed(finished)
+        tally.completed([validate_job_id(j) for j in id_list("finished", finished)])
         record = ops.record_history(self, tally)
         if not record:
             return

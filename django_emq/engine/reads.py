@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .ids import is_lane, validate_lane
+from .ids import id_list, is_lane, validate_lane
 from .keys import QueueKeys
 from .payload import text
 from .records import LaneInfo, Totals, as_int, positive_int
@@ -63,7 +63,7 @@ class QueueReads:
 
     def lanes_named(self, names: Sequence[str]) -> list[LaneInfo]:
         """The named lanes in the order given, empty ones too (two round trips)."""
-        names = [validate_lane(lane) for lane in names]
+        names = [validate_lane(lane) for lane in id_list("names", names)]
         if not names:
             return []
         depths = self.connection.zmscore(self.keys.depths, names)
