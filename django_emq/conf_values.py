@@ -186,7 +186,8 @@ def at_most(limit: float, parse: Callable[[Any], Any], unit: str = "") -> Callab
     def bounded(value: object) -> Any:
         parsed = parse(value)
         if parsed > limit:
-            raise ValueError(f"must be at most {limit:g}{unit}, not {value!r}")
+            shown = str(limit) if isinstance(limit, int) else f"{limit:g}"
+            raise ValueError(f"must be at most {shown}{unit}, not {value!r}")
         return parsed
 
     return bounded
