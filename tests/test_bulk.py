@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -293,12 +294,18 @@ def test_cancel_task_finds_the_lanes_whose_depths_change_during_the_walk(
     check_invariants(queue, hollow_ok=True)
 
 
-BULK_CALLS: dict[str, Callable[[AnyQueue, object], object]] = {
-    "cancel_jobs": bulk.cancel_jobs,  # type: ignore[dict-item]
-    "retry_dead": lambda q, ids: q.retry_dead(ids),  # type: ignore[arg-type]
-    "delete_dead": lambda q, ids: q.delete_dead(ids, lane=A),  # type: ignore[arg-type]
-    "lanes_named": lambda q, ids: q.lanes_named(ids),  # type: ignore[arg-type]
-    "record_history": lambda q, ids: [s.record_history(finished=ids) for s in q.shards],  # type: ignore[arg-type]
+def _record(queue: AnyQueue, ids: Any) -> None:
+    for shard in queue.shards:
+        shard.record_history(finished=ids)
+
+
+#: Each public call that takes a collection of ids (or lanes), given ``ids``.
+BULK_CALLS: dict[str, Callable[[AnyQueue, Any], object]] = {
+    "cancel_jobs": bulk.cancel_jobs,
+    "retry_dead": lambda q, ids: q.retry_dead(ids),
+    "delete_dead": lambda q, ids: q.delete_dead(ids, lane=A),
+    "lanes_named": lambda q, ids: q.lanes_named(ids),
+    "record_history": _record,
 }
 
 
@@ -315,7 +322,7 @@ def test_one_str_in_place_of_a_collection_of_ids_is_refused_before_anything(
     )
     for job_id in "abc":
         target.enqueue(A, OTHER, job_id=job_id)
-    dead = claim_one(target)
+    (dead,) = target.claim(60_000, worker_id="w:1") or []
     target.fail(dead.job_id, dead.token, "boom")
     before = dump(queue.connection)
     with pytest.raises(InvalidArguments, match="must be a collection"):

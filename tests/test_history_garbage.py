@@ -6,6 +6,8 @@ nothing else (and says what it did)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import redis
 from django.core.management import CommandError, call_command
@@ -21,7 +23,7 @@ __all__ = ["make_user", "q", "viewer"]  # fixtures used below
 
 pytestmark = pytest.mark.django_db
 JOBS = "/admin/django_emq/job/"
-GARBAGE = {"done": "abc", "w5": "x", "w999": "3", "wzz": "1"}
+GARBAGE: dict[Any, Any] = {"done": "abc", "w5": "x", "w999": "3", "wzz": "1"}
 
 
 def finish_three(q: Queue) -> list[str]:
@@ -68,7 +70,8 @@ def test_the_doctor_reports_history_garbage_and_a_repair_removes_only_it(
 ) -> None:
     done = finish_three(q)
     minute, hour = vandalise(emq, q)
-    kept_minute = {k: v for k, v in emq.hgetall(minute).items() if k.decode() not in GARBAGE}
+    names = {name.encode() for name in GARBAGE}
+    kept_minute = {k: v for k, v in emq.hgetall(minute).items() if k not in names}
     before = emq.hgetall(hour)
     report = Doctor(q).audit()
     found = {(f.what, f.subject) for f in report.findings}
