@@ -162,6 +162,9 @@ class Doctor:
                 self._delete_wrong(exc.key, str(exc))
         return self.queue.runner.script(call)
 
+    def _found(self, what: str, subject: str, detail: str) -> None:
+        self._report.add(Finding(what, subject, detail))
+
     def _delete_wrong(self, key: str, detail: str) -> bool:
         """Delete ``key`` if it is not of the type it must have; whether it was."""
         kind = expected_type(self.keys, key)
@@ -204,13 +207,13 @@ class Doctor:
                 continue
             if kind != want:
                 deleted = self._repair and self._delete_wrong(key, kind)
-                report.add(Finding("type", key, f"a {kind}, not a {want}" + deleted * ": deleted"))
+                said = ": deleted" if deleted else ""
+                report.add(Finding("type", key, f"a {kind}, not a {want}{said}"))
                 continue
             rest = key.removeprefix(k.prefix)
             if doctor_history.is_history_key(k, key):
-                found = lambda what, name, detail: report.add(Finding(what, name, detail))  # noqa: E731
                 report.mended += doctor_history.check(
-                    self.r, k, key, self.batch, found, self._repair
+                    self.r, k, key, self.batch, self._found, self._repair
                 )
             elif rest.startswith("job:"):
                 jobs.append(rest[4:])
@@ -238,9 +241,8 @@ class Doctor:
             if what == "type":
                 key = self.keys.job(job_id)
                 deleted = self._repair and self._delete_wrong(key, detail)
-                self._report.add(
-                    Finding("type", key, f"a {detail}, not a hash" + deleted * ": deleted")
-                )
+                said = ": deleted" if deleted else ""
+                self._report.add(Finding("type", key, f"a {detail}, not a hash{said}"))
                 continue
             self._report.add(Finding(f"job-{what}", job_id, detail))
             if what != "row":
