@@ -2,7 +2,9 @@
 count, a lane wait field that names no lane, a finished member that is no job
 id): the metrics, the stats, the charts and the job list still answer, reading
 such an entry as absent; the doctor reports it, and a repair removes it and
-nothing else (and says what it did)."""
+nothing else (and says what it did). A lane's setting or the pending total
+that is no number reads as absent too: one hand-edited field never fails a
+metrics scrape."""
 
 from __future__ import annotations
 
@@ -107,3 +109,25 @@ def test_emq_doctor_repair_says_what_it_did(
     assert f"type: {q.keys.minute(0)} (a string, not a hash: deleted)" in out
     assert f"history: done (in {minute}: 'abc' is no count, removed)" in out
     assert "after the repair: 0 problem(s)" in out
+
+
+@pytest.mark.parametrize("attr", ["stats", "ceilings", "weights", "max_depths", "rates"])
+def test_one_hand_edited_setting_or_total_never_fails_a_scrape(
+    q: Queue, viewer: Client, emq: redis.Redis, attr: str
+) -> None:
+    """A lane's setting or the pending total that is no number reads as absent
+    (the lane's default), so the metrics and the stats still answer."""
+    finish_three(q)
+    fill(q, lane(1), 2)
+    q.set_limit(lane(1), 5)
+    q.set_weight(lane(1), 2)
+    q.set_max_depth(lane(1), 100)
+    q.set_rate(lane(1), 5, 1)
+    key = getattr(q.keys, attr)
+    emq.hset(key, "pending" if attr == "stats" else lane(1), "zz")
+    assert viewer.get("/emq/metrics").status_code == 200
+    assert viewer.get("/emq/stats").status_code == 200
+    (info,) = q.lanes_named([lane(1)])
+    settings = {"ceilings": info.ceiling, "weights": info.weight, "max_depths": info.max_depth}
+    settings |= {"rates": info.rate, "stats": q.totals().pending}
+    assert settings[attr] == {"weights": 1, "stats": 0}.get(attr)
