@@ -128,6 +128,6 @@ def test_one_hand_edited_setting_or_total_never_fails_a_scrape(
     assert viewer.get("/emq/metrics").status_code == 200
     assert viewer.get("/emq/stats").status_code == 200
     (info,) = q.lanes_named([lane(1)])
-    settings = {"ceilings": info.ceiling, "weights": info.weight, "max_depths": info.max_depth}
-    settings |= {"rates": info.rate, "stats": q.totals().pending}
+    settings: dict[str, object] = {"ceilings": info.ceiling, "weights": info.weight}
+    settings |= {"max_depths": info.max_depth, "rates": info.rate, "stats": q.totals().pending}
     assert settings[attr] == {"weights": 1, "stats": 0}.get(attr)
