@@ -27,7 +27,7 @@ from .conf_values import ALL_QUEUES
 from .engine.policies import POLICIES
 from .engine.policies import rate as rate_policy
 from .engine.policies import timeshare as timeshare_policy
-from .engine.records import MAX_DELAY_MS, MAX_LEASE_MS
+from .engine.records import MAX_ATTEMPTS_LIMIT, MAX_DELAY_MS, MAX_DEPTH_LIMIT, MAX_LEASE_MS
 from .schedules import Schedule
 from .schedules import parse as parse_schedules
 
@@ -152,11 +152,13 @@ class EMQSettings:
         default=30.0, backend=True, env=float, flag="lease",
     )  # fmt: skip
     max_attempts: int = setting(
-        parse.positive_int, "runs of a job that may fail before it is dead",
+        parse.at_most(MAX_ATTEMPTS_LIMIT, parse.positive_int),
+        "runs of a job that may fail before it is dead",
         default=3, backend=True, env=int,
     )  # fmt: skip
     max_expiries: int = setting(
-        parse.positive_int, "lease expiries (its worker died or froze) before a job is dead",
+        parse.at_most(MAX_ATTEMPTS_LIMIT, parse.positive_int),
+        "lease expiries (its worker died or froze) before a job is dead",
         default=3, backend=True, env=int,
     )  # fmt: skip
     result_ttl: float = setting(
@@ -218,7 +220,8 @@ class EMQSettings:
     )
     #: Queue name -> the most pending jobs a lane may hold; ``"*"``: every queue not named.
     max_depth: Mapping[str, int] = setting(
-        _per_queue(parse.positive_int), "the most pending jobs a lane may hold, per queue",
+        _per_queue(parse.at_most(MAX_DEPTH_LIMIT, parse.positive_int)),
+        "the most pending jobs a lane may hold, per queue",
         default=_EMPTY, env=int,
     )  # fmt: skip
     #: Queue name -> ``(count, per_seconds)``: each lane starts at most ``count``

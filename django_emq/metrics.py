@@ -56,7 +56,7 @@ def _counters(queue: AnyQueue) -> dict[str, int]:
     for shard in queue.shards:
         raw = shard.connection.hmget(shard.keys.stats, list(COUNTERS))
         for name, value in zip(COUNTERS, raw, strict=True):
-            totals[name] += int(value or 0)
+            totals[name] += history.read_count(value)  # a hand-edited count reads as 0
     return totals
 
 

@@ -28,7 +28,9 @@ from django.tasks.exceptions import InvalidTask, InvalidTaskBackend
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from .engine.exceptions import CorruptJob
 from .engine.payload import decode
+from .engine.records import MAX_ATTEMPTS_LIMIT
 from .engine.rows import Row, worker_ids
 
 #: Job row state -> django.tasks status.
@@ -43,6 +45,12 @@ STATUS = {
 
 #: The class path an error recorded as plain text (not by :func:`encode_error`) reads as.
 UNKNOWN_ERROR_CLASS = "builtins.Exception"
+
+#: More claims than any job's row counts: its failures and its lease expiries
+#: are each bounded by ``MAX_ATTEMPTS_LIMIT``, and a release (a worker shutting
+#: down) is rare. A row counting more was edited by hand; reading it as that
+#: many ``worker_ids`` would take all the memory there is.
+MOST_CLAIMS = 100 * MAX_ATTEMPTS_LIMIT
 
 
 def moment(ms: str | int | None) -> datetime | None:
@@ -171,8 +179,18 @@ def enqueued_result(
 def result_from_row(
     task: Task[Any, Any], job_id: str, row: Mapping[str, str], alias: str
 ) -> TaskResult[Any, Any]:
-    """Build the ``TaskResult`` a job row stands for."""
+    """Build the ``TaskResult`` a job row stands for. ``CorruptJob`` (naming the
+    job and the field) when the row was edited past reading: a done job's
+    result that is not JSON, or a count of claims no job reaches. Other odd
+    fields read leniently (a moment that is no number reads as unset)."""
     state = row.get(Row.STATE, "")
+    attempts = _count(row.get(Row.ATTEMPTS))
+    if attempts > MOST_CLAIMS:
+        raise CorruptJob(
+            job_id,
+            f"corrupt job row: field {Row.ATTEMPTS!r} counts {attempts} claims, "
+            f"more than any job makes ({MOST_CLAIMS})",
+        )
     result: TaskResult[Any, Any] = TaskResult(
         task=task,
         id=job_id,
@@ -187,10 +205,16 @@ def result_from_row(
         kwargs=_lenient(row.get(Row.KWARGS), dict),
         backend=alias,
         errors=[parse_error(str(text)) for text in _lenient(row.get(Row.ERRORS), list)],
-        worker_ids=worker_ids(row.get(Row.WORKERS, ""), _count(row.get(Row.ATTEMPTS))),
+        worker_ids=worker_ids(row.get(Row.WORKERS, ""), attempts),
     )
     if state == "done":
-        object.__setattr__(result, "_return_value", decode(row.get(Row.RESULT)))
+        try:
+            value = decode(row.get(Row.RESULT))
+        except ValueError:
+            raise CorruptJob(
+                job_id, f"corrupt job row: field {Row.RESULT!r} (its return value) is not JSON"
+            ) from None
+        object.__setattr__(result, "_return_value", value)
     return result
 
 

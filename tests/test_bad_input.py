@@ -8,8 +8,10 @@ tests/test_enqueue.py; this file covers the path a Django project takes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import re
 import signal
 import socket
 import threading
@@ -28,7 +30,7 @@ from django.tasks.exceptions import InvalidTask
 from django_emq import enqueue_for, lane, lane_id
 from django_emq.backend import FairLanesBackend
 from django_emq.engine.queue import Queue
-from django_emq.exceptions import EnqueueError, InvalidArguments
+from django_emq.exceptions import CorruptJob, EnqueueError, InvalidArguments
 from tests import chaos_tasks
 from tests.chaos_tasks import add
 from tests.faults import RestartableServer, Workers
@@ -410,6 +412,34 @@ def test_task_that_no_longer_imports_goes_dead_with_a_clear_error(emq: redis.Red
     with pytest.raises(ImportError, match="gone"):
         backend().get_result(result.id)
     still_works(emq)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("result", "{not json", "field 'result' (its return value) is not JSON"),
+        ("attempts", "99999999999999999999", "field 'attempts' counts 99999999999999999999"),
+        ("attempts", str(10**9), "field 'attempts' counts 1000000000 claims, more than any"),
+    ],
+)
+def test_a_result_read_from_a_row_edited_past_reading_raises_corrupt_job(
+    emq: redis.Redis, field: str, value: str, says: str
+) -> None:
+    """get_result and aget_result raise CorruptJob naming the job and the field,
+    not the JSON decoder's or the list's own error (nor take all the memory)."""
+    result = enqueue_for(A, add, 1, 2)
+    burst()
+    emq.hset(backend().queue("default").keys.job(result.id), field, value)
+    with pytest.raises(CorruptJob, match=f"job {result.id}: corrupt job row: {re.escape(says)}"):
+        backend().get_result(result.id)
+    with pytest.raises(CorruptJob, match=re.escape(says)):
+        asyncio.run(backend().aget_result(result.id))
+    emq.hset(backend().queue("default").keys.job(result.id), "attempts", "x")
+    if field == "result":
+        with pytest.raises(CorruptJob):
+            backend().get_result(result.id)
+    else:  # an unreadable count reads as none, as before
+        assert backend().get_result(result.id).return_value == 3
 
 
 @pytest.mark.parametrize(

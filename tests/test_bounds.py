@@ -5,6 +5,8 @@ problem; a job's row stays the same size however often it is claimed or fails.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,7 +18,13 @@ from django_emq import enqueue_for
 from django_emq.conf import emq_settings
 from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Queue
-from django_emq.engine.records import MAX_DELAY_MS, MAX_LEASE_MS
+from django_emq.engine.records import (
+    MAX_ATTEMPTS_LIMIT,
+    MAX_CEILING,
+    MAX_DELAY_MS,
+    MAX_DEPTH_LIMIT,
+    MAX_LEASE_MS,
+)
 from django_emq.engine.rows import Row
 from django_emq.exceptions import InvalidArguments
 from tests.chaos_tasks import add
@@ -223,3 +231,63 @@ def test_a_backend_may_keep_a_history_of_its_own(emq: redis.Redis, settings: Any
     }
     assert emq_settings("short").queue_options()["history"] == 2
     assert emq_settings("default").queue_options()["history"] == 10
+
+
+OVER_BOUNDS: dict[str, tuple[Callable[[Queue], object], str]] = {
+    "set_limit above MAX_CEILING": (
+        lambda q: q.set_limit(A, MAX_CEILING + 1),
+        f"ceiling must be at most {MAX_CEILING}",
+    ),
+    "set_limit 2**63": (lambda q: q.set_limit(A, 2**63), "ceiling must be at most"),
+    "set_tenant_limit 10**18": (
+        lambda q: q.set_tenant_limit(lane_id("ORG", 1), 10**18),
+        "ceiling must be at most",
+    ),
+    "set_max_depth 2**63": (
+        lambda q: q.set_max_depth(A, 2**63),
+        f"max_depth must be at most {MAX_DEPTH_LIMIT}",
+    ),
+    "enqueue max_attempts 10**30": (
+        lambda q: q.enqueue(A, TASK, max_attempts=10**30),
+        f"max_attempts must be at most {MAX_ATTEMPTS_LIMIT}",
+    ),
+    "set_rate per inf": (lambda q: q.set_rate(A, 1, math.inf), "per_seconds must be from"),
+    "set_rate per -inf": (lambda q: q.set_rate(A, 1, -math.inf), "per_seconds must be from"),
+    "set_rate per 1e308": (lambda q: q.set_rate(A, 1, 1e308), "per_seconds must be from"),
+    "set_rate per 10**400": (lambda q: q.set_rate(A, 1, 10**400), "per_seconds must be from"),
+    "meta over MAX_PAYLOAD": (
+        lambda q: q.enqueue(A, TASK, meta={"x": "y" * q.max_payload}),
+        "job meta is 1048584 bytes as JSON, over the 1048576-byte limit",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVER_BOUNDS))
+def test_a_value_past_its_documented_maximum_is_refused_before_anything(
+    r: redis.Redis, queue: Queue, case: str
+) -> None:
+    """Every bound holds exactly in a Lua number (a double), and one past it is
+    a ValueError that names it, never an OverflowError or a stored value."""
+    queue.enqueue(A, TASK, job_id="there")
+    call, message = OVER_BOUNDS[case]
+    with nothing_written(r), pytest.raises(ValueError, match=re.escape(message)):
+        call(queue)
+
+
+def test_the_maximums_themselves_are_accepted(r: redis.Redis, queue: Queue) -> None:
+    queue.set_limit(A, MAX_CEILING)
+    queue.set_tenant_limit(lane_id("ORG", 1), MAX_CEILING)
+    queue.set_max_depth(A, MAX_DEPTH_LIMIT)
+    queue.enqueue(A, TASK, max_attempts=MAX_ATTEMPTS_LIMIT, meta={"x": "y" * 1000})
+    assert queue.lane(A).ceiling == MAX_CEILING
+    assert queue.lane(A).max_depth == MAX_DEPTH_LIMIT
+    check_invariants(queue)
+
+
+@pytest.mark.parametrize("option", ["max_attempts", "max_expiries"])
+def test_a_queue_refuses_a_default_past_the_maximum(r: redis.Redis, option: str) -> None:
+    options: dict[str, Any] = {option: MAX_ATTEMPTS_LIMIT + 1}
+    with pytest.raises(ValueError, match=f"{option} must be at most {MAX_ATTEMPTS_LIMIT}"):
+        Queue("q", connection=r, **options)
+    with pytest.raises(ValueError, match=f"max_depth must be at most {MAX_DEPTH_LIMIT}"):
+        Queue("q", connection=r, max_depth=MAX_DEPTH_LIMIT + 1)

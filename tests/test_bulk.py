@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -14,9 +15,9 @@ from django.utils import timezone
 from django_emq.engine import bulk, ops
 from django_emq.engine.queue import Queue
 from django_emq.engine.shards import AnyQueue, ShardedQueue
-from django_emq.exceptions import InvalidJobState, JobNotFound
+from django_emq.exceptions import InvalidArguments, InvalidJobState, JobNotFound
 
-from .helpers import claim_one, fill, lane
+from .helpers import claim_one, dump, fill, lane
 from .invariants import check_invariants
 
 A, B = lane(301), lane(302)
@@ -291,3 +292,39 @@ def test_cancel_task_finds_the_lanes_whose_depths_change_during_the_walk(
     assert done.cancelled + done.requested + done.skipped == len(mine)
     assert not {s for s in _states(queue, mine)} & {"pending", "scheduled"}
     check_invariants(queue, hollow_ok=True)
+
+
+def _record(queue: AnyQueue, ids: Any) -> None:
+    for shard in queue.shards:
+        shard.record_history(finished=ids)
+
+
+#: Each public call that takes a collection of ids (or lanes), given ``ids``.
+BULK_CALLS: dict[str, Callable[[AnyQueue, Any], object]] = {
+    "cancel_jobs": bulk.cancel_jobs,
+    "retry_dead": lambda q, ids: q.retry_dead(ids),
+    "delete_dead": lambda q, ids: q.delete_dead(ids, lane=A),
+    "lanes_named": lambda q, ids: q.lanes_named(ids),
+    "record_history": _record,
+}
+
+
+@pytest.mark.parametrize("ids", ["abc", b"abc", A, 7])
+@pytest.mark.parametrize("call", list(BULK_CALLS))
+@pytest.mark.parametrize("shards", [1, 3])
+def test_one_str_in_place_of_a_collection_of_ids_is_refused_before_anything(
+    queue: Queue, call: str, ids: object, shards: int
+) -> None:
+    """Iterated, "abc" would name the jobs a, b and c: it is refused, and the
+    jobs of those ids (pending, dead) are left as they were."""
+    target: AnyQueue = (
+        queue if shards == 1 else ShardedQueue("bulk-s", 3, connection=queue.connection)
+    )
+    for job_id in "abc":
+        target.enqueue(A, OTHER, job_id=job_id)
+    (dead,) = target.claim(60_000, worker_id="w:1") or []
+    target.fail(dead.job_id, dead.token, "boom")
+    before = dump(queue.connection)
+    with pytest.raises(InvalidArguments, match="must be a collection"):
+        BULK_CALLS[call](target, ids)
+    assert dump(queue.connection) == before

@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from ..engine import bulk
 from ..engine.ids import validate_job_id
 from ..engine.queue import MAX_WEIGHT, Queue
-from ..engine.records import MAX_RATE_COUNT, MAX_RATE_PERIOD
+from ..engine.records import MAX_CEILING, MAX_DEPTH_LIMIT, MAX_RATE_COUNT, MAX_RATE_PERIOD
 
 #: Most job ids one dead-jobs form may name (a page of them is far fewer).
 MAX_IDS = 500
@@ -73,7 +73,7 @@ class CeilingForm(forms.Form):
         label=gettext_lazy("Ceiling"),
         required=False,
         min_value=1,
-        max_value=1_000_000,
+        max_value=MAX_CEILING,
         help_text=gettext_lazy("Most jobs of the lane running at once; blank removes it."),
     )
 
@@ -92,7 +92,7 @@ class MaxDepthForm(forms.Form):
         label=gettext_lazy("Max depth"),
         required=False,
         min_value=1,
-        max_value=1_000_000_000,
+        max_value=MAX_DEPTH_LIMIT,
         help_text=gettext_lazy(
             "Most pending jobs the lane may hold; blank removes it (the queue's default applies)."
         ),

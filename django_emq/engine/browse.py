@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import calls
-from .ids import validate_lane
+from .ids import id_list, validate_lane
 from .payload import text
 from .queue import Queue
 from .rows import LISTED_FIELDS, Row, WorkerBeat, filled, parse_heartbeat
@@ -234,6 +234,7 @@ def oldest_enqueued(queue: AnyQueue, lanes: Sequence[str]) -> dict[str, int | No
     """When each lane's oldest pending job was enqueued (epoch ms; ``None`` for an
     empty lane). Two round trips (per shard holding one of them), whatever the
     number of lanes given."""
+    lanes = id_list("lanes", lanes)
     found: dict[str, int | None] = {}
     for shard in queue.shards:
         mine = [lane for lane in lanes if queue.shard_for_lane(lane) is shard]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from . import ops
 from .exceptions import InvalidJobState, JobError, JobNotFound
-from .ids import validate_job_id, validate_lane, validate_task_path
+from .ids import id_list, validate_job_id, validate_lane, validate_task_path
 from .payload import decode, text
 from .policies.cancel import CANCELLED_ERROR
 from .queue import Queue
@@ -65,13 +65,15 @@ def cancel_jobs(queue: AnyQueue, job_ids: Iterable[str]) -> Bulk:
     """Cancel each of ``job_ids`` as ``Queue.cancel`` does (a pending or
     scheduled job never runs, a running one is asked to stop), :data:`BATCH`
     per round trip. Ids of finished or unknown jobs are skipped (on a sharded
-    queue also an id that names no shard of it); a malformed id raises
-    ``ValueError`` before anything is sent."""
+    queue also an id that names no shard of it); a malformed id, or one
+    ``str`` in place of a collection of ids, raises ``ValueError``
+    (``InvalidArguments``) before anything is sent."""
+    ids = [validate_job_id(job_id) for job_id in id_list("job_ids", job_ids)]
     by_shard: dict[int, tuple[Queue, list[str]]] = {}
     nowhere = 0
-    for job_id in dict.fromkeys(job_ids):
+    for job_id in dict.fromkeys(ids):
         try:
-            shard = queue.shard_for_job(validate_job_id(job_id))
+            shard = queue.shard_for_job(job_id)
         except JobNotFound:  # never enqueued here: unknown, as on a plain queue
             nowhere += 1
             continue

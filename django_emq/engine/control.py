@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import calls, ops
-from .ids import validate_job_id, validate_lane
+from .ids import id_list, validate_job_id, validate_lane
 from .keys import QueueKeys
 from .ops import BATCH, DeadCall
 from .runner import SyncRunner
@@ -99,7 +99,7 @@ class LaneControl:
                 raise ValueError("name the dead jobs: give job ids, a lane, or both")
             # batches, so a lane with many dead jobs never blocks the server
             return sum(done for done, _ in self.runner.run_all(ops.dead(self, build, lane_arg, [])))
-        ids = [validate_job_id(job_id) for job_id in job_ids]
+        ids = [validate_job_id(job_id) for job_id in id_list("job_ids", job_ids)]
         total = 0
         for i in range(0, len(ids), BATCH):
             done, _ = self.runner.run(ops.dead(self, build, lane_arg, ids[i : i + BATCH]))

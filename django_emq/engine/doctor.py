@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from . import calls, doctor_calls
+from . import calls, doctor_calls, doctor_history
 from .exceptions import CorruptKeyspace
 from .ids import is_lane
 from .keyspace import FIXED_KEY_TYPES, LANE_SETS, QUEUE_SETS, expected_type
@@ -162,10 +162,16 @@ class Doctor:
                 self._delete_wrong(exc.key, str(exc))
         return self.queue.runner.script(call)
 
-    def _delete_wrong(self, key: str, detail: str) -> None:
+    def _found(self, what: str, subject: str, detail: str) -> None:
+        self._report.add(Finding(what, subject, detail))
+
+    def _delete_wrong(self, key: str, detail: str) -> bool:
+        """Delete ``key`` if it is not of the type it must have; whether it was."""
         kind = expected_type(self.keys, key)
         if kind is not None and self.queue.runner.script(doctor_calls.mend_key(key, kind)):
             self._report.mended += 1
+            return True
+        return False
 
     def _fixed_types(self) -> None:
         for attr, kind in FIXED_KEY_TYPES.items():
@@ -200,12 +206,16 @@ class Doctor:
                 report.add(Finding("stray-key", key, f"a {kind} no part of django-emq writes"))
                 continue
             if kind != want:
-                report.add(Finding("type", key, f"a {kind}, not a {want}"))
-                if self._repair:
-                    self._delete_wrong(key, kind)
+                deleted = self._repair and self._delete_wrong(key, kind)
+                said = ": deleted" if deleted else ""
+                report.add(Finding("type", key, f"a {kind}, not a {want}{said}"))
                 continue
             rest = key.removeprefix(k.prefix)
-            if rest.startswith("job:"):
+            if doctor_history.is_history_key(k, key):
+                report.mended += doctor_history.check(
+                    self.r, k, key, self.batch, self._found, self._repair
+                )
+            elif rest.startswith("job:"):
                 jobs.append(rest[4:])
             elif rest.startswith("g:"):
                 lane, _, suffix = rest[2:].rpartition(":")
@@ -229,9 +239,10 @@ class Doctor:
         for i in range(0, len(found), 3):
             job_id, what, detail = (text(x) for x in found[i : i + 3])
             if what == "type":
-                self._report.add(Finding("type", self.keys.job(job_id), f"a {detail}, not a hash"))
-                if self._repair:
-                    self._delete_wrong(self.keys.job(job_id), detail)
+                key = self.keys.job(job_id)
+                deleted = self._repair and self._delete_wrong(key, detail)
+                said = ": deleted" if deleted else ""
+                self._report.add(Finding("type", key, f"a {detail}, not a hash{said}"))
                 continue
             self._report.add(Finding(f"job-{what}", job_id, detail))
             if what != "row":

@@ -40,7 +40,9 @@ class LaneFull(EnqueueError):
 
 
 class InvalidArguments(EMQError, TypeError, ValueError):
-    """Task arguments that do not survive a JSON round trip, or are too large.
+    """Task arguments that do not survive a JSON round trip, or are too large;
+    also a call's argument of the wrong kind (one ``str`` where a collection
+    of ids belongs) or beyond its documented bound.
 
     A ``TypeError``, as django.tasks raises for arguments JSON cannot hold, and
     a ``ValueError``, as django-emq raised before."""

@@ -19,12 +19,43 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .ids import is_lane
 from .payload import text
+from .records import lenient_int
 from .shards import AnyQueue
 from .tally import BUCKETS, HOUR_MS, MINUTE_MS, bucket_upper_ms
 
 #: Counters a minute keeps besides its histogram.
 COUNTERS = ("enq", "done", "dead", "cancel", "retry")
+
+
+def read_count(value: object) -> int:
+    """A count read from a history hash: 0 when it is unreadable or below
+    zero (a hand edit), so one damaged field never fails a whole read."""
+    return max(0, lenient_int(value))
+
+
+def _bucket(digits: str) -> int | None:
+    """The wait bucket ``digits`` names; ``None`` unless it is one."""
+    if digits.isascii() and digits.isdigit() and int(digits) < BUCKETS:
+        return int(digits)
+    return None
+
+
+def wait_field(name: str) -> int | None:
+    """The bucket of a minute hash's wait field ``w<b>``; ``None`` for
+    anything else."""
+    return _bucket(name[1:]) if name.startswith("w") else None
+
+
+def lane_field(name: str) -> tuple[str, int] | None:
+    """``(lane, bucket)`` of a lane wait hash's field ``<lane>:<b>``; ``None``
+    for a field no script writes (a hand edit, skipped)."""
+    lane, _, digits = name.rpartition(":")
+    bucket = _bucket(digits)
+    if bucket is None or not is_lane(lane):
+        return None
+    return lane, bucket
 
 
 def percentile(histogram: Mapping[int, int], fraction: float) -> float | None:
@@ -51,11 +82,13 @@ class Interval:
     waits: dict[int, int] = field(default_factory=dict)
 
     def add(self, raw: Mapping[str, int]) -> None:
+        """Add a minute's fields; a field no script writes (a hand edit) is
+        skipped."""
         for name, value in raw.items():
-            if name.startswith("w") and name[1:].isdigit():
-                self.waits[int(name[1:])] = self.waits.get(int(name[1:]), 0) + value
-            else:
+            if name in COUNTERS:
                 self.counts[name] = self.counts.get(name, 0) + value
+            elif (bucket := wait_field(name)) is not None:
+                self.waits[bucket] = self.waits.get(bucket, 0) + value
 
     def count(self, name: str) -> int:
         return self.counts.get(name, 0)
@@ -85,7 +118,7 @@ def series(
             pipe.hgetall(shard.keys.minute(minute))
         for offset, raw in enumerate(pipe.execute()):
             if raw:
-                values = {text(k): int(v) for k, v in raw.items()}
+                values = {text(k): read_count(v) for k, v in raw.items()}
                 intervals[offset // step_minutes].add(values)
     return intervals
 
@@ -110,7 +143,7 @@ def lane_waits(
             for name, value in zip(fields, values, strict=True):
                 if value is not None:
                     lane, _, b = name.rpartition(":")
-                    found[lane][int(b)] = found[lane].get(int(b), 0) + int(value)
+                    found[lane][int(b)] = found[lane].get(int(b), 0) + read_count(value)
     return found
 
 
@@ -178,10 +211,11 @@ def _scan_window(queue: AnyQueue, now_ms: int) -> tuple[dict[str, dict[int, int]
                 replies = replies[len(keys) :]
             for key, (cursor, fields) in zip(list(cursors), replies, strict=True):
                 for name, value in fields.items():
-                    lane, _, b = text(name).rpartition(":")
-                    if lane and b.isdigit():
+                    parsed = lane_field(text(name))
+                    if parsed is not None:  # a field no script writes is skipped
+                        lane, bucket = parsed
                         histogram = found.setdefault(lane, {})
-                        histogram[int(b)] = histogram.get(int(b), 0) + int(value)
+                        histogram[bucket] = histogram.get(bucket, 0) + read_count(value)
                 read += len(fields)
                 cursors[key] = int(cursor)
             cursors = {key: cursor for key, cursor in cursors.items() if cursor != 0}

@@ -11,6 +11,10 @@ import os
 import re
 import threading
 import time
+from collections.abc import Iterable
+from typing import Any
+
+from .exceptions import InvalidArguments
 
 ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _INDEX = {c: i for i, c in enumerate(ALPHABET)}
@@ -127,6 +131,24 @@ def validate_queue_name(name: object) -> str:
             "starting with a letter or digit"
         )
     return name
+
+
+def id_list(name: str, values: object) -> list[Any]:
+    """``values`` (a collection of job ids or lanes) as a list; one ``str`` or
+    ``bytes`` is refused (``InvalidArguments``): iterated, ``"abc"`` would name
+    the jobs ``a``, ``b`` and ``c``."""
+    if isinstance(values, str | bytes | bytearray | memoryview) or not isinstance(values, Iterable):
+        shown = repr(values) if len(repr(values)) <= 60 else repr(values)[:57] + "..."
+        raise InvalidArguments(
+            f"{name} must be a collection (a list, tuple or set) of ids, "
+            f"not a {type(values).__name__}: {shown}"
+        )
+    return list(values)
+
+
+def is_job_id(name: object) -> bool:
+    """Whether ``name`` is a job id (a set member that is not one names no row)."""
+    return isinstance(name, str) and JOB_ID_RE.fullmatch(name) is not None
 
 
 def validate_job_id(job_id: object) -> str:

@@ -17,9 +17,10 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from .browse import ROW_FIELDS, JobRow, job_row, server_ms
-from .ids import entry_tenant
+from .ids import entry_tenant, is_job_id
 from .payload import text
 from .queue import Queue
+from .records import lenient_int
 from .rows import Row
 from .shards import AnyQueue
 
@@ -59,7 +60,9 @@ class Listing:
 
 def _rows(queue: Queue, scored: Sequence[tuple[str, int]]) -> list[ListedJob]:
     """The rows of ``(id, score)`` pairs in one round trip; ids whose row is gone
-    (an expired result) are left out."""
+    (an expired result) are left out, and so is a member that is no job id (a
+    hand edit: it names no row)."""
+    scored = [(job_id, score) for job_id, score in scored if is_job_id(job_id)]
     if not scored:
         return []
     pipe = queue.connection.pipeline(transaction=False)
@@ -114,7 +117,7 @@ def jobs_in_state(queue: AnyQueue, state: State, offset: int = 0, limit: int = 5
         ranked, count, clock = pipe.execute()
         total += int(count)
         now = max(now, server_ms(clock))
-        parts.append([(text(m), int(s), shard) for m, s in ranked])
+        parts.append([(text(m), lenient_int(s), shard) for m, s in ranked])
     merged = heapq.merge(*parts, key=lambda p: p[1], reverse=_newest_first(state))
     page = list(merged) if single else list(itertools.islice(merged, offset, offset + limit))
     jobs: list[ListedJob] = []
@@ -186,8 +189,8 @@ def find_by_task(queue: AnyQueue, part: str, limit: int = 50) -> list[ListedJob]
         for state, depth in SEARCH_WINDOW.items():
             key = _key(shard, state)
             pipe.zrange(key, 0, depth - 1, desc=_newest_first(state), withscores=True)
-        candidates = [(text(m), int(s)) for ranked in pipe.execute() for m, s in ranked]
-        candidates = list(dict.fromkeys(candidates))
+        candidates = [(text(m), lenient_int(s)) for ranked in pipe.execute() for m, s in ranked]
+        candidates = [c for c in dict.fromkeys(candidates) if is_job_id(c[0])]
         pipe = shard.connection.pipeline(transaction=False)
         for job_id, _ in candidates:
             pipe.hget(shard.keys.job(job_id), Row.TASK)

@@ -111,14 +111,24 @@ def encode_result(value: Any, max_bytes: int | None = None) -> JSONText:
     return JSONText(encoded)
 
 
-def encode_meta(meta: Mapping[str, Any]) -> str:
+def encode_meta(meta: Mapping[str, Any], max_bytes: int = DEFAULT_MAX_PAYLOAD) -> str:
     """Encode a job's ``meta`` (what the enqueue keeps beside its arguments: the
     backend alias, a schedule's tick, the caller's own); ``InvalidArguments``
-    says it is the meta that JSON cannot hold."""
+    says it is the meta that JSON cannot hold, or that it is over ``max_bytes``
+    once encoded (the same limit as the arguments', counted on its own)."""
+    if not isinstance(meta, Mapping):
+        raise InvalidArguments(f"job meta must be a dict, not {type(meta).__name__}")
     try:
-        return _dumps(dict(meta))
+        encoded = _dumps(dict(meta))
     except InvalidArguments as exc:
         raise InvalidArguments(f"job meta {exc}") from None
+    size = len(encoded.encode())
+    if size > max_bytes:
+        raise InvalidArguments(
+            f"job meta is {size} bytes as JSON, over the {max_bytes}-byte limit "
+            "(EMQ['MAX_PAYLOAD']); keep a reference in it instead"
+        )
+    return encoded
 
 
 def text(value: Any) -> str:

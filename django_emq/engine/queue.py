@@ -26,7 +26,7 @@ from . import calls, ops
 from .api import BeforeWrite, QueueAPI
 from .control import LaneControl
 from .exceptions import CorruptKeyspace, EnqueueError, JobError, script_error, unreachable
-from .ids import mint_job_id, validate_job_id, validate_lane, validate_task_path
+from .ids import id_list, mint_job_id, validate_job_id, validate_lane, validate_task_path
 from .keys import QueueKeys
 from .ops import BATCH
 from .payload import DEFAULT_MAX_PAYLOAD, encode_arguments, encode_meta
@@ -36,8 +36,10 @@ from .reads import QueueReads
 from .records import (
     CLAIM_STRIDE,
     DEFAULT_HISTORY,
+    MAX_ATTEMPTS_LIMIT,
     MAX_BATCH,
     MAX_DELAY_MS,
+    MAX_DEPTH_LIMIT,
     MAX_LEASE_MS,
     MAX_WEIGHT,
     RUN_AFTER_PAST_LIMIT,
@@ -119,12 +121,14 @@ class Queue(QueueAPI, LaneControl, PolicyCalls, QueueReads):
         self.name = name
         self.keys = QueueKeys(name)
         self.connection = connection
-        self.max_attempts = positive_int("max_attempts", max_attempts)
-        self.max_expiries = positive_int("max_expiries", max_expiries)
+        self.max_attempts = positive_int("max_attempts", max_attempts, MAX_ATTEMPTS_LIMIT)
+        self.max_expiries = positive_int("max_expiries", max_expiries, MAX_ATTEMPTS_LIMIT)
         self.result_ttl_ms = int(result_ttl.total_seconds() * 1000)
         self.max_payload = max_payload
         self.history = positive_int("history", history, 1000)
-        self.max_depth = None if max_depth is None else positive_int("max_depth", max_depth)
+        self.max_depth = (
+            None if max_depth is None else positive_int("max_depth", max_depth, MAX_DEPTH_LIMIT)
+        )
         #: The default rate limit of every lane, ``(count, per_ms)``; ``None``: none.
         self.rate = None if rate is None else rate_limit(*rate)
         self.fairness = fairness_mode(fairness)
@@ -154,9 +158,9 @@ class Queue(QueueAPI, LaneControl, PolicyCalls, QueueReads):
         validate_task_path(spec.task_path)
         job_id = mint_job_id() if spec.job_id is None else validate_job_id(spec.job_id)
         attempts = self.max_attempts if spec.max_attempts is None else spec.max_attempts
-        positive_int("max_attempts", attempts)
+        positive_int("max_attempts", attempts, MAX_ATTEMPTS_LIMIT)
         args_json, kwargs_json = encode_arguments(spec.args, spec.kwargs, self.max_payload)
-        meta_json = "" if not spec.meta else encode_meta(spec.meta)
+        meta_json = "" if not spec.meta else encode_meta(spec.meta, self.max_payload)
         unique = unique_key_arg(spec.unique_key)
         tick = tick_arg(spec.tick)
         return calls.enqueue(
@@ -342,10 +346,11 @@ class Queue(QueueAPI, LaneControl, PolicyCalls, QueueReads):
         and completion made through this API does so at once; a worker
         gathers its own and sends them every ``tally.RECORD_EVERY`` seconds.
         The history is a by-product: a server that cannot take it now is
-        logged, not raised (the claims and outcomes it follows stand)."""
+        logged, not raised (the claims and outcomes it follows stand). One
+        ``str`` in place of the ``finished`` ids raises ``InvalidArguments``."""
         tally = Tally()
         tally.claimed(claims)
-        tally.completed(finished)
+        tally.completed([validate_job_id(j) for j in id_list("finished", finished)])
         record = ops.record_history(self, tally)
         if not record:
             return

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .ids import is_lane, validate_lane
+from .ids import id_list, is_lane, validate_lane
 from .keys import QueueKeys
 from .payload import text
-from .records import LaneInfo, Totals, as_int, positive_int
+from .records import LaneInfo, Totals, as_int, lenient_int, positive_int
 from .rows import filled
 
 if TYPE_CHECKING:
@@ -17,11 +17,22 @@ if TYPE_CHECKING:
 
 
 def _rate(raw: bytes | None) -> tuple[int, float] | None:
-    """A rate kept as ``<count>:<per_ms>``, as ``(count, per_seconds)``."""
-    if raw is None:
+    """A rate kept as ``<count>:<per_ms>``, as ``(count, per_seconds)``; ``None``
+    when there is none or it is unreadable (a hand edit: read as absent, so it
+    never fails a page or a metrics scrape)."""
+    count, _, per_ms = text(raw or b"").partition(":")
+    if count.isdigit() and per_ms.isdigit():
+        return int(count), int(per_ms) / 1000
+    return None
+
+
+def _setting(raw: bytes | None) -> int | None:
+    """A lane's numeric setting (ceiling, weight, max depth); ``None`` when it
+    has none or it is unreadable (a hand edit, read as absent)."""
+    try:
+        return None if raw is None else int(raw)
+    except ValueError:
         return None
-    count, _, per_ms = text(raw).partition(":")
-    return int(count), int(per_ms) / 1000
 
 
 class QueueReads:
@@ -44,7 +55,7 @@ class QueueReads:
         pipe.llen(k.ring)
         pipe.zcard(k.throttled)
         pending, active, scheduled, dead, lanes, ring, throttled = pipe.execute()
-        return Totals(as_int(pending), active, scheduled, dead, lanes, ring, throttled)
+        return Totals(lenient_int(pending), active, scheduled, dead, lanes, ring, throttled)
 
     def lanes(self, top: int = 50, offset: int = 0) -> list[LaneInfo]:
         """The ``top`` deepest lanes from ``offset``, deepest first, read from the
@@ -63,7 +74,7 @@ class QueueReads:
 
     def lanes_named(self, names: Sequence[str]) -> list[LaneInfo]:
         """The named lanes in the order given, empty ones too (two round trips)."""
-        names = [validate_lane(lane) for lane in names]
+        names = [validate_lane(lane) for lane in id_list("names", names)]
         if not names:
             return []
         depths = self.connection.zmscore(self.keys.depths, names)
@@ -95,13 +106,13 @@ class QueueReads:
                 lane,
                 depth,
                 as_int(inflight[i]),
-                None if ceilings[i] is None else int(ceilings[i]),
-                as_int(weights[i], 1),
+                _setting(ceilings[i]),
+                _setting(weights[i]) or 1,
                 bool(paused[i]),
-                None if max_depths[i] is None else int(max_depths[i]),
+                _setting(max_depths[i]),
                 _rate(rates[i]),
                 None if throttled[i] is None else int(throttled[i]),
-                as_int(credits[i]) if time_fair else None,
+                lenient_int(credits[i]) if time_fair else None,
                 None if tenants[i] is None else text(tenants[i]),
             )
             for i, (lane, depth) in enumerate(ranked)

@@ -22,6 +22,14 @@ from .rows import worker_ids
 
 #: Largest weight a lane may carry: one turn serves at most this many of its jobs.
 MAX_WEIGHT = 1000
+#: Largest ``max_attempts`` (and ``max_expiries``): with the back-off capped at
+#: its default 300 s, a job failing this often is retried for over a month.
+MAX_ATTEMPTS_LIMIT = 10_000
+#: Largest concurrency ceiling of a lane or a tenant: far above any pool of
+#: workers, well inside what a Lua number (a double) holds exactly.
+MAX_CEILING = 1_000_000
+#: Largest max depth of a lane (pending jobs it may hold).
+MAX_DEPTH_LIMIT = 1_000_000_000
 #: How far in the past a ``run_after`` may be before it is taken for a mistake.
 RUN_AFTER_PAST_LIMIT = timedelta(days=1)
 WORKER_ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
@@ -194,7 +202,9 @@ def rate_limit(count: object, per_seconds: object) -> tuple[int, int]:
         per_seconds = per_seconds.total_seconds()
     if isinstance(per_seconds, bool) or not isinstance(per_seconds, int | float):
         raise ValueError(f"per_seconds must be a number of seconds, not {per_seconds!r}")
-    per_ms = round(per_seconds * 1000) if per_seconds == per_seconds else 0
+    # NaN, the infinities and numbers past the bound fail the test (no overflow)
+    in_reach = 0 <= per_seconds <= MAX_RATE_PERIOD + 1
+    per_ms = round(per_seconds * 1000) if in_reach else 0
     if not 1 <= per_ms <= MAX_RATE_PERIOD * 1000:
         raise ValueError(
             f"per_seconds must be from 0.001 to {MAX_RATE_PERIOD} (a week), not {per_seconds!r}"
@@ -293,10 +303,11 @@ def run_after_ms(run_after: datetime | None) -> int:
 
 def lenient_int(value: Any) -> int:
     """A number read from the server (a row's timestamp, a hash's count); 0 when
-    it is missing or unreadable (a hand edit)."""
+    it is missing or unreadable (a hand edit), or too large to be one (an
+    infinite score)."""
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from . import ops
 from .api import BeforeWrite, QueueAPI
 from .exceptions import JobError, JobNotFound
-from .ids import mint_job_id, validate_job_id, validate_lane
+from .ids import id_list, mint_job_id, validate_job_id, validate_lane
 from .payload import text
 from .placement import job_id_on, job_shard, lane_shard, shard_tags
 from .policies import PolicyCalls
@@ -212,7 +212,7 @@ class ShardedQueue(QueueAPI, PolicyCalls):
         job_ids: Iterable[str] | None,
         lane: str | None,
     ) -> int:
-        ids = None if job_ids is None else [validate_job_id(job_id) for job_id in job_ids]
+        ids = None if job_ids is None else [validate_job_id(i) for i in id_list("job_ids", job_ids)]
         count = len(self.shards)
         if lane is not None:
             home = lane_shard(lane, count)
@@ -268,7 +268,7 @@ class ShardedQueue(QueueAPI, PolicyCalls):
 
     def lanes_named(self, names: Sequence[str]) -> list[LaneInfo]:
         """The named lanes in the order given (two round trips per shard named)."""
-        names = [validate_lane(lane) for lane in names]
+        names = [validate_lane(lane) for lane in id_list("names", names)]
         found: dict[str, LaneInfo] = {}
         for shard in self.shards:
             mine = [lane for lane in names if self.shard_for_lane(lane) is shard]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..ids import validate_lane
-from ..records import positive_int
+from ..records import MAX_DEPTH_LIMIT, positive_int
 from .base import Policy, QueueOption, Routed
 
 POLICY = Policy(
@@ -31,6 +31,6 @@ class Calls(Routed):
         jobs; ``None`` removes the lane's own limit (the queue's default applies
         again, if it has one). Jobs already pending stay."""
         if max_depth is not None:
-            positive_int("max_depth", max_depth)
+            positive_int("max_depth", max_depth, MAX_DEPTH_LIMIT)
         home = self.shard_for_lane(validate_lane(lane))
         home.runner.run(ops.set_max_depth(home, lane, max_depth))

@@ -24,7 +24,7 @@ from ..home import Home
 from ..ids import entry_tenant, is_lane, tenant_entry, validate_lane, validate_tenant
 from ..keys import QueueKeys
 from ..payload import text
-from ..records import MAX_WEIGHT, as_int, positive_int
+from ..records import MAX_CEILING, MAX_WEIGHT, as_int, positive_int
 from .base import DoctorStep, KeyFamily, Policy, Report, Routed, Run
 
 #: How many lanes one ``tenants()`` read looks at, at most (it scans the
@@ -170,7 +170,7 @@ class Calls(Routed):
         ring and comes back when one of its jobs finishes."""
         validate_tenant(tenant)
         if ceiling is not None:
-            positive_int("ceiling", ceiling)
+            positive_int("ceiling", ceiling, MAX_CEILING)
         for shard in self.shards:
             shard.runner.run(ops.set_tenant_limit(shard, tenant, ceiling))
 

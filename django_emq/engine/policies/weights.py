@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..ids import validate_lane
-from ..records import MAX_WEIGHT, positive_int
+from ..records import MAX_CEILING, MAX_WEIGHT, positive_int
 from .base import Policy, Routed
 
 POLICY = Policy(
@@ -29,7 +29,7 @@ class Calls(Routed):
     def set_limit(self, lane: str, ceiling: int | None) -> None:
         """Set the lane's concurrency ceiling (``None`` removes it)."""
         if ceiling is not None:
-            positive_int("ceiling", ceiling)
+            positive_int("ceiling", ceiling, MAX_CEILING)
         home = self.shard_for_lane(validate_lane(lane))
         home.runner.run(ops.set_limit(home, lane, ceiling))
 
