@@ -24,6 +24,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, JsonRe
 from .backend import configured_queues
 from .conf import emq_settings
 from .engine import browse, history
+from .engine.exceptions import CorruptKeyspace
 from .engine.payload import text
 from .engine.shards import AnyQueue
 
@@ -178,15 +179,23 @@ def prometheus(stats: list[dict[str, Any]]) -> Iterator[str]:
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
-    """``metrics/``: the Prometheus text format."""
+    """``metrics/``: the Prometheus text format. A damaged key that every figure
+    depends on (the registry of queue names of a ``QUEUES: []`` backend) answers
+    503 naming it, so the scrape fails visibly instead of with a server error."""
     if not allowed(request):
         return HttpResponseForbidden("django_emq.view_lanes or the EMQ METRICS_TOKEN is needed\n")
-    body = "".join(prometheus(all_stats()))
+    try:
+        body = "".join(prometheus(all_stats()))
+    except CorruptKeyspace as exc:
+        return HttpResponse(f"{exc}\n", status=503, content_type="text/plain; charset=utf-8")
     return HttpResponse(body, content_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 def stats_view(request: HttpRequest) -> HttpResponse:
-    """``stats/``: the same figures as JSON, for scripts."""
+    """``stats/``: the same figures as JSON, for scripts (503 as ``metrics/``)."""
     if not allowed(request):
         return JsonResponse({"error": "forbidden"}, status=403)
-    return JsonResponse({"queues": all_stats()})
+    try:
+        return JsonResponse({"queues": all_stats()})
+    except CorruptKeyspace as exc:
+        return JsonResponse({"error": str(exc)}, status=503)

@@ -199,3 +199,17 @@ def test_a_schedule_on_a_queue_no_backend_lists_fires_on_the_any_queue_worker(
     ran = runs(emq)  # a later beat of the run may enqueue the next second's tick too
     assert ran
     assert set(ran) == {"ticked"}
+
+
+def test_a_registry_of_the_wrong_type_makes_the_metrics_answer_503_naming_it(
+    emq: redis.Redis, settings: Any, admin_client: Any
+) -> None:
+    """The scrape fails visibly (503, the key named) instead of a server error."""
+    anyq(settings)
+    emq.set(QUEUE_REGISTRY, "oops")
+    metrics = admin_client.get("/emq/metrics")
+    assert metrics.status_code == 503
+    assert QUEUE_REGISTRY in metrics.content.decode()
+    stats = admin_client.get("/emq/stats")
+    assert stats.status_code == 503
+    assert QUEUE_REGISTRY in stats.json()["error"]
