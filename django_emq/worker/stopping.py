@@ -22,7 +22,7 @@ import asyncio
 import contextvars
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine, Sequence
 from typing import Any, cast
 
 from asgiref.sync import ThreadSensitiveContext
@@ -39,30 +39,35 @@ logger = logging.getLogger("django_emq.worker")
 #: of the jobs that finished, release those still running, and end (a coroutine
 #: that ignores its cancel is left behind).
 STOP_MARGIN = 5.0
+#: The least time the worker's last writes get after the wind-down (see
+#: :func:`last_calls`), should its margin be spent.
+LAST_CALLS_MIN = 0.5
 #: How long the tasks still on the loop once the worker is done (a coroutine job
 #: that ignored its cancel, cut a margin ago) get before they are left behind.
 LEFT_BEHIND_AFTER = 1.0
 
 
-async def wind_down(core: Core, grace_s: float, *, crashed: bool = False) -> None:
+async def wind_down(core: Core, grace_s: float, *, crashed: bool = False) -> float:
     """Hand back the jobs claimed ahead, give running ones ``grace_s`` (the beat
     goes on extending them), then cancel the coroutine jobs still running, record
     every outcome and release the rest, all within :data:`STOP_MARGIN` seconds
-    past the grace. ``crashed`` (a duty failed: perhaps the beat, perhaps broken
-    by a running job): no grace, and the jobs still running are expired, not
-    released."""
+    past the grace; the monotonic time that margin ends (the worker's last calls
+    share it, see :func:`last_calls`). ``crashed`` (a duty failed: perhaps the
+    beat, perhaps broken by a running job): no grace, and the jobs still running
+    are expired, not released."""
     if crashed:
         grace_s = 0.0
+    deadline = time.monotonic() + grace_s
     waiting = core.take_back()
     for job in waiting:
         core.executing -= 1
         if job.claim.expiries:
             core.suspects -= 1
-    await asyncio.gather(*(core.release(job) for job in waiting))
-    deadline = time.monotonic() + grace_s
+        core.tasks.spawn(core.release(job))  # under way during the grace, waited for after
     while core.executing > 0 and time.monotonic() < deadline:
         await core.wait(deadline - time.monotonic())
     core.cut_coroutines()
+    margin_end = time.monotonic() + STOP_MARGIN
     try:
         async with asyncio.timeout(STOP_MARGIN):
             await core.outcomes.flush_all()
@@ -78,6 +83,24 @@ async def wind_down(core: Core, grace_s: float, *, crashed: bool = False) -> Non
             "could not record every outcome and release every job within %.0fs past "
             "the grace; their leases will expire and be reaped", STOP_MARGIN,
         )  # fmt: skip
+    return margin_end
+
+
+async def last_calls(calls: Sequence[Awaitable[Any]], by: float) -> None:
+    """The stopping worker's last writes (its history's last tally, its heartbeat's
+    last record), in turn, until ``by`` (monotonic; the wind-down's margin), and
+    :data:`LAST_CALLS_MIN` seconds at least: a server that does not answer
+    cannot hold the stop past its bound, each call waiting its own timeout."""
+    try:
+        async with asyncio.timeout(max(LAST_CALLS_MIN, by - time.monotonic())):
+            for call in calls:
+                await call
+    except TimeoutError:
+        logger.warning("the worker's last history and heartbeat were not written in time")
+    finally:
+        for call in calls:  # those not awaited: never started
+            if asyncio.iscoroutine(call):
+                call.close()
 
 
 async def expire(core: Core, job: Job) -> None:

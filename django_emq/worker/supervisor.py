@@ -38,7 +38,7 @@ from .options import WorkerOptions, plan
 from .outcomes import CALL_ERRORS
 from .recorder import Recorder
 from .shard import Shard, Shards, rotation
-from .stopping import LEFT_BEHIND_AFTER, run_bounded, wind_down
+from .stopping import LEFT_BEHIND_AFTER, last_calls, run_bounded, wind_down
 from .watchdog import HARD_MARGIN, LoopWatch
 
 logger = logging.getLogger("django_emq.worker")
@@ -225,13 +225,13 @@ class Worker:
         finally:
             core.stopping = True
             duties[0].cancel()
-            await wind_down(core, p.grace_s, crashed=self._crash is not None)
+            margin_end = await wind_down(core, p.grace_s, crashed=self._crash is not None)
             for task in duties[1:]:
                 task.cancel()
             await asyncio.gather(*duties, return_exceptions=True)
-            await recorder.record()  # the history of the last jobs
-            await beat.forget()
-            core.threads.stop()
+            # the history of the last jobs, and the heartbeat's last record
+            await last_calls([recorder.record(), beat.forget()], margin_end)
+            await asyncio.to_thread(core.threads.stop)  # off the loop: the watchdog watches it
             watch.close()
             self._watch = None
         if self._crash is not None:
