@@ -151,3 +151,20 @@ def test_a_registry_that_is_not_a_set_is_a_command_error_at_start(
     emq.set(QUEUE_REGISTRY, "not a set")
     with pytest.raises(CommandError, match="cannot read the queue registry: WRONGTYPE"):
         call_command("run_emq_worker", "--backend", "anyq", "--burst", verbosity=0)
+
+
+def test_the_worker_banner_names_what_it_serves(emq: redis.Redis, settings: Any) -> None:
+    """With ``QUEUES: []`` and nothing registered yet it says it serves every
+    queue enqueued to (none yet); a queue given twice is served, and named, once."""
+    anyq(settings)
+    banners = []
+    for args, module in (
+        (("--backend", "anyq"), "tests.any_queue_settings"),
+        (("--queue", "default", "--queue", "default"), "tests.settings"),
+    ):
+        worker = worker_process(*args, "--burst", settings_module=module)
+        out, _ = worker.communicate(timeout=60)
+        assert worker.returncode == 0, out
+        (banner,) = [line for line in out.decode().splitlines() if ", concurrency " in line]
+        banners.append(banner.split(" on ", 1)[1].split(", concurrency ")[0])
+    assert banners == ["every queue enqueued to (none yet)", "default"]

@@ -86,6 +86,7 @@ def test_coroutine_jobs_past_the_grace_are_cancelled_and_released(
     assert f"job={stubborn.id}" in log
     assert "left behind, still running after their cancel" in log
     assert f"job {stubborn.id} ({chaos_tasks.swallows_cancel.module_path})" in log
+    assert "Task was destroyed but it is pending" not in log  # left behind on purpose
     check_invariants(q)
 
 
@@ -113,3 +114,20 @@ def test_a_coroutine_job_blocking_the_loop_cannot_keep_a_stopping_worker(
     assert "still running past its grace" in log
     assert f"blocked by job {job.id}" in log
     check_invariants(q)
+
+
+def test_a_sync_job_still_running_at_the_end_is_not_taken_for_a_blocked_loop(
+    emq: redis.Redis, workers: Workers
+) -> None:
+    """The worker waits a moment for its threads at the end (one still runs a
+    sync job past the grace): off the loop, so its watchdog never takes that
+    wait for a coroutine blocking it."""
+    q = backend().queue("default")
+    job = enqueue_for(lane_id("USR", 1), chaos_tasks.nap, "long", 5.0)
+    worker = workers.start("--concurrency", "1", "--grace", "0")
+    wait_for(lambda: "long" in read_runs(workers.runs), what="the sync job running")
+    worker.signal(signal.SIGTERM)
+    worker.process.wait(timeout=60)  # a safety net
+    assert worker.process.returncode == 0
+    assert outcomes(q, job.id) == ("pending", [Outcome.RELEASED])
+    assert "blocked" not in worker.output()

@@ -127,6 +127,7 @@ def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:
     the worker."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    refuse_stop_from_tasks(loop)
     try:
         loop.run_until_complete(loop.create_task(apart(main), context=contextvars.Context()))
     finally:
@@ -136,6 +137,8 @@ def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:
                 task.cancel()
             if pending:
                 _, stuck = loop.run_until_complete(asyncio.wait(pending, timeout=margin))
+                for task in stuck:  # left behind on purpose: no "destroyed but pending" at exit
+                    task._log_destroy_pending = False  # type: ignore[attr-defined]
                 if stuck:
                     logger.warning(
                         "left behind, still running after their cancel: %s",
@@ -147,6 +150,21 @@ def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:
         finally:
             asyncio.set_event_loop(None)
             loop.close()
+
+
+def refuse_stop_from_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """``loop.stop()`` called from a task (a coroutine job calling
+    ``asyncio.get_running_loop().stop()``) raises ``RuntimeError`` there, so that
+    job fails (retried, then dead) and the worker's loop runs on; asyncio's own
+    stop (from a callback, not a task, once the worker's run is over) stops it."""
+    stop = loop.stop
+
+    def guarded() -> None:
+        if asyncio.current_task(loop) is not None:
+            raise RuntimeError("a task must not stop the worker's event loop (loop.stop())")
+        stop()
+
+    loop.stop = guarded  # type: ignore[method-assign]
 
 
 async def apart(main: Coroutine[Any, Any, None]) -> None:

@@ -54,7 +54,7 @@ class Worker:
         self.backend = backend
         self.options = options
         self.plan = plan(options, backend.alias)
-        names = options.queues or backend.served_queues()
+        names = list(dict.fromkeys(options.queues)) or backend.served_queues()
         unknown = sorted(set(names) - backend.queues) if backend.queues else []
         if unknown:
             raise ValueError(f"queue(s) {', '.join(unknown)} not in the backend's QUEUES")
@@ -202,10 +202,12 @@ class Worker:
             if self.discovering
             else None
         )
+        served = ", ".join(q.name for q in self.queues)
+        if self.discovering:  # QUEUES: []: the registry's queues, and those it gains
+            served = f"every queue enqueued to ({served or 'none yet'})"
         logger.info(
             "worker %s on %s, concurrency %d (%d threads for sync tasks), lease %.1fs",
-            p.worker_id, ", ".join(q.name for q in self.queues), p.concurrency, p.threads,
-            p.lease_s,
+            p.worker_id, served, p.concurrency, p.threads, p.lease_s,
         )  # fmt: skip
         core.threads.start(asyncio.get_running_loop())
         self._watch = watch = LoopWatch(asyncio.get_running_loop(), core)
