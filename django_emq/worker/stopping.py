@@ -3,10 +3,11 @@ whatever its jobs do.
 
 :func:`wind_down` hands back the jobs claimed ahead, gives the running ones
 the grace period, then cancels the coroutine jobs still running, records
-every outcome and releases the rest. :func:`run_bounded` runs the worker's
-event loop, cancels what still runs on it at the end (a record or release
-past the margin), and closes it without waiting for ever on a coroutine
-that ignores its cancel.
+every outcome and releases the rest; :func:`last_calls` bounds the worker's
+last writes by the same margin, whatever the server does. :func:`run_bounded`
+runs the worker's event loop (which no task may stop), cancels what still
+runs on it at the end (a record or release past the margin), and closes it
+without waiting for ever on a coroutine that ignores its cancel.
 
 A worker that stops because one of its own duties failed (a bug, or a job
 that broke the worker) gives no grace (its beat may be the duty that failed)
