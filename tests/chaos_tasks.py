@@ -114,6 +114,15 @@ async def breaks_its_worker(context: TaskContext[Any, Any], label: str) -> None:
     await asyncio.sleep(3600)
 
 
+@task(takes_context=True)
+async def stops_the_loop(context: TaskContext[Any, Any], label: str) -> str:
+    """A coroutine task that stops the event loop running it, then goes on."""
+    _record(label, context.attempt)
+    asyncio.get_running_loop().stop()
+    await asyncio.sleep(0.01)
+    return label
+
+
 @task
 def interrupts() -> None:
     raise KeyboardInterrupt

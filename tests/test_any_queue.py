@@ -213,3 +213,20 @@ def test_a_registry_of_the_wrong_type_makes_the_metrics_answer_503_naming_it(
     stats = admin_client.get("/emq/stats")
     assert stats.status_code == 503
     assert QUEUE_REGISTRY in stats.json()["error"]
+
+
+def test_the_worker_banner_names_what_it_serves(emq: redis.Redis, settings: Any) -> None:
+    """With ``QUEUES: []`` and nothing registered yet it says it serves every
+    queue enqueued to (none yet); a queue given twice is served, and named, once."""
+    anyq(settings)
+    banners = []
+    for args, module in (
+        (("--backend", "anyq"), "tests.any_queue_settings"),
+        (("--queue", "default", "--queue", "default"), "tests.settings"),
+    ):
+        worker = worker_process(*args, "--burst", settings_module=module)
+        out, _ = worker.communicate(timeout=60)
+        assert worker.returncode == 0, out
+        (banner,) = [line for line in out.decode().splitlines() if ", concurrency " in line]
+        banners.append(banner.split(" on ", 1)[1].split(", concurrency ")[0])
+    assert banners == ["every queue enqueued to (none yet)", "default"]

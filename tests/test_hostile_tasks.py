@@ -37,6 +37,9 @@ HOSTILE = {
 }
 
 
+A = lane_id("USR", 1)
+
+
 def make_workers(url: str, folder: Path, **emq: Any) -> Workers:
     """Workers that can import ``hostile_syntax`` (a module with a syntax
     error, written to ``folder``) and run with ``emq`` over the test settings."""
@@ -147,3 +150,27 @@ def test_a_broken_schedule_never_stops_the_beat(
         check_invariants(q)
     finally:
         scheduled.close()
+
+
+def test_a_coroutine_that_stops_the_event_loop_fails_its_job_not_the_worker(
+    emq: redis.Redis, workers: Workers
+) -> None:
+    """``asyncio.get_running_loop().stop()`` raises in the task: its job fails
+    (dead after MAX_ATTEMPTS), the worker's loop runs on and serves the rest."""
+    q = backend().queue("default")
+    stopper = enqueue_for(A, chaos_tasks.stops_the_loop, "stopper")
+    behind = enqueue_for(A, chaos_tasks.tick, "behind")
+    worker = workers.start("--concurrency", "2", "--burst")
+    worker.process.wait(timeout=60)  # a safety net
+    log = worker.output()
+    assert worker.process.returncode == 0, log
+    row = q.job(stopper.id)
+    assert row is not None
+    assert (row["state"], row["fails"], row.get("expiries", "0")) == ("dead", "3", "0")
+    error = json.loads(json.loads(row["errors"])[-1])
+    assert error["exception_class_path"] == "builtins.RuntimeError"
+    assert "must not stop the worker's event loop" in error["traceback"]
+    assert state(q, behind.id) == "done"
+    assert [run.attempt for run in read_runs(workers.runs)["stopper"]] == [1, 2, 3]
+    assert "Event loop stopped before Future completed" not in log
+    check_invariants(q)

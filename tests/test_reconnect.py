@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import redis
 from django_emq import lane_id
 from django_emq.backend import FairLanesBackend
 from django_emq.engine.queue import Queue
+from django_emq.worker.watchdog import HARD_MARGIN
 from tests import chaos_tasks
 from tests.chaos_tasks import read_runs
 from tests.faults import RestartableServer, Workers
@@ -270,3 +272,30 @@ def test_outcomes_refused_while_the_server_takes_no_writes_are_kept_and_recorded
     wait_for(lambda: stat(server, queue, "completed") == JOBS, what="every job done")
     assert worker.alive()
     assert_each_ran_once(queue, workers, labels)
+
+
+def test_a_stop_while_the_server_does_not_answer_is_bounded_by_the_grace_and_margin(
+    server: RestartableServer, tmp_path: Path, queue: Queue
+) -> None:
+    """SIGTERM with the server frozen (SIGSTOP), each call waiting a 20 s timeout:
+    the calls left after the grace (records, releases, the last history and
+    heartbeat, the watchdog's releases) share the stop's deadline, so the worker
+    ends within the grace and ``HARD_MARGIN`` (a call or two would exceed it);
+    and nothing says the loop was blocked: it was not."""
+    settings = {"ENQUEUE_TIMEOUT": 20, "PREFETCH": 16}
+    workers = Workers(server.url, tmp_path, {"EMQ_TEST_SETTINGS": json.dumps(settings)})
+    enqueue(queue, 0.5)
+    worker = workers.start("--concurrency", "2", "--lease", "60", "--grace", "1")
+    try:
+        wait_for(lambda: len(read_runs(workers.runs)) >= 2, what="two jobs running")
+        server.freeze()
+        worker.signal(signal.SIGTERM)
+        worker.process.wait(timeout=1 + HARD_MARGIN + 5)  # its bound, and a little slack
+    finally:
+        server.thaw()
+        workers.close()
+    log = worker.output()
+    assert worker.process.returncode in (0, 1), log
+    if worker.process.returncode == 1:
+        assert "its wind-down still waiting on the server" in log
+    assert "blocked" not in log

@@ -86,23 +86,48 @@ def test_coroutine_jobs_past_the_grace_are_cancelled_and_released(
     assert f"job={stubborn.id}" in log
     assert "left behind, still running after their cancel" in log
     assert f"job {stubborn.id} ({chaos_tasks.swallows_cancel.module_path})" in log
+    assert "Task was destroyed but it is pending" not in log  # left behind on purpose
     check_invariants(q)
 
 
 def test_a_coroutine_job_blocking_the_loop_cannot_keep_a_stopping_worker(
     emq: redis.Redis, workers: Workers
 ) -> None:
-    """Its loop blocked, the worker cannot wind down: past the grace and
-    ``HARD_MARGIN`` the watchdog releases its jobs and ends the process."""
+    """Its loop blocked, the worker cannot wind down: within the grace and
+    ``HARD_MARGIN`` the watchdog ends the process. The job blocking the loop is
+    charged (its lease ended, counted as an expiry: a job that wedges every
+    worker it meets ends dead); the job held beside it is released uncharged."""
     q = backend().queue("default")
     job = enqueue_for(lane_id("USR", 1), chaos_tasks.blocks_the_loop, "blocker", 3600.0)
+    beside = enqueue_for(lane_id("USR", 2), chaos_tasks.awaits_file, "beside", "/nonexistent")
     worker = workers.start("--concurrency", "2", "--grace", "1")
     wait_for(lambda: "blocker" in read_runs(workers.runs), what="the loop blocked")
     worker.signal(signal.SIGTERM)
     worker.process.wait(timeout=60)  # a safety net: the grace is 1 s, the margin 10 s
     assert worker.process.returncode == 1
-    assert outcomes(q, job.id) == ("pending", [Outcome.RELEASED])
+    assert outcomes(q, job.id) == ("pending", [Outcome.EXPIRED])
+    assert (q.job(job.id) or {}).get("expiries") == "1"
+    assert outcomes(q, beside.id)[0] == "pending"
+    assert outcomes(q, beside.id)[1] in ([], [Outcome.RELEASED])  # started, or not yet
+    assert (q.job(beside.id) or {}).get("expiries", "0") == "0"
     log = worker.output()
     assert "still running past its grace" in log
     assert f"blocked by job {job.id}" in log
     check_invariants(q)
+
+
+def test_a_sync_job_still_running_at_the_end_is_not_taken_for_a_blocked_loop(
+    emq: redis.Redis, workers: Workers
+) -> None:
+    """The worker waits a moment for its threads at the end (one still runs a
+    sync job past the grace): off the loop, so its watchdog never takes that
+    wait for a coroutine blocking it."""
+    q = backend().queue("default")
+    job = enqueue_for(lane_id("USR", 1), chaos_tasks.nap, "long", 5.0)
+    worker = workers.start("--concurrency", "1", "--grace", "0")
+    wait_for(lambda: "long" in read_runs(workers.runs), what="the sync job running")
+    worker.signal(signal.SIGTERM)
+    worker.process.wait(timeout=60)  # a safety net
+    assert worker.process.returncode == 0
+    assert outcomes(q, job.id) == ("pending", [Outcome.RELEASED])
+    assert "blocked" not in worker.output()

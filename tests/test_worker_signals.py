@@ -81,3 +81,28 @@ def test_coroutine_jobs_send_started_and_finished_with_their_results(emq: redis.
         task_started.disconnect(started)
         task_finished.disconnect(finished)
     assert seen == [("started", "RUNNING", [2, 3]), ("finished", "SUCCESSFUL", 5)]
+
+
+@pytest.mark.parametrize("task", [tasks.add, tasks.async_add], ids=["sync", "coroutine"])
+def test_a_task_started_receiver_that_raises_does_not_fail_the_job(
+    emq: redis.Redis, task: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As in Django's own backends (``ImmediateBackend`` sends ``task_started``
+    before its ``try``): a receiver's error is not the task's. The worker logs
+    it and runs the job, sync and coroutine tasks alike."""
+
+    def raises(sender: Any, task_result: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a receiver's own bug")
+
+    task_started.connect(raises)
+    try:
+        result = enqueue_for(User.objects.create_user("ada"), task, 2, 3)
+        call_command("run_emq_worker", "--burst", "--concurrency", "2", verbosity=0)
+    finally:
+        task_started.disconnect(raises)
+    result.refresh()
+    assert (result.status, result.return_value, result.errors) == ("SUCCESSFUL", 5, [])
+    failures = [r for r in caplog.records if "a task signal receiver failed" in r.getMessage()]
+    assert len(failures) == 1
+    assert failures[0].exc_info is not None
+    assert str(failures[0].exc_info[1]) == "a receiver's own bug"

@@ -24,7 +24,7 @@ import time
 from collections import Counter, deque
 from typing import Any
 
-from django.tasks import TaskResultStatus
+from django.tasks import Task, TaskResultStatus
 from django.tasks.signals import task_finished, task_started
 
 from ..engine.queue import Claim
@@ -79,6 +79,9 @@ class Core:
         self._running_async = 0
         self._waiting_async: deque[Job] = deque()
         self.coroutines = Coroutines()
+        #: The job whose task module is being imported on the loop now (the
+        #: watchdog names it, and charges it, should the import hang the loop).
+        self.loading: Job | None = None
         self.stopping = False
         #: Something changed: a job ended, slots freed, the worker was told to stop.
         self.changed = asyncio.Event()
@@ -119,13 +122,14 @@ class Core:
         held from now on (the beat extends them), dispatched in claim order."""
         lease = self.plan.lease_s
         sync: list[Job] = []
-        for claim in claims:
-            job = Job(shard, claim, sent + lease)
-            self.held[claim.job_id] = job
+        jobs = [Job(shard, claim, sent + lease) for claim in claims]
+        for job in jobs:  # all held before any import: one that hangs the loop leaves
+            self.held[job.job_id] = job  # the others extended (and released) by the watchdog
             self.executing += 1
             self.claimed += 1
-            if claim.expiries:
+            if job.claim.expiries:
                 self.suspects += 1
+        for job in jobs:
             try:
                 self._dispatch(job, sync)
             except BaseException as exc:  # a bug around loading it: this job fails, not the claim
@@ -139,7 +143,7 @@ class Core:
         if job.claim.expiries:  # it may kill this worker, even by its import: not yet
             self.tasks.spawn(self._start_suspect(job))
             return
-        loaded = load_task(job.claim, self.policy)
+        loaded = self._load(job)
         if isinstance(loaded, Failed):  # it can never run here: recorded at once
             self._ran(job, loaded)
             return
@@ -157,7 +161,7 @@ class Core:
             await self.outcomes.flush_all()
             if self.outcomes.sending:  # a claim is carrying some: wait for its answer
                 await self.wait(0.05)
-        loaded = load_task(job.claim, self.policy)
+        loaded = self._load(job)
         if isinstance(loaded, Failed):
             self._ran(job, loaded)
             return
@@ -167,6 +171,14 @@ class Core:
             self._start_async()
         else:
             self.threads.submit([job])
+
+    def _load(self, job: Job) -> Task[Any, Any] | Failed:
+        """:func:`.execute.load_task` on the loop, ``job`` marked as the one loading."""
+        self.loading = job
+        try:
+            return load_task(job.claim, self.policy)
+        finally:
+            self.loading = None
 
     # -- running -----------------------------------------------------------------
 

@@ -188,7 +188,7 @@ def execute(
         if result is None:
             value = task.func(*claim.args, **claim.kwargs)
         else:
-            task_started.send(FairLanesBackend, task_result=result)
+            _started(result)
             if task.takes_context:
                 value = task.func(TaskContext(task_result=result), *result.args, **result.kwargs)
             else:
@@ -196,6 +196,16 @@ def execute(
         return finish(value, claim.token, policy)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt from a task fail it too
         return failed(exc, claim.token, policy)
+
+
+def _started(result: TaskResult[Any, Any]) -> None:
+    """``task_started`` for a sync job: a receiver that raises is logged, not the
+    task's failure (Django's own backends send it outside the task's ``try``),
+    as for coroutine jobs (see :func:`.signals.send_all`)."""
+    try:
+        task_started.send(FairLanesBackend, task_result=result)
+    except Exception:
+        logger.exception("job %s: a task signal receiver failed", result.id)
 
 
 def run_jobs(

@@ -3,10 +3,11 @@ whatever its jobs do.
 
 :func:`wind_down` hands back the jobs claimed ahead, gives the running ones
 the grace period, then cancels the coroutine jobs still running, records
-every outcome and releases the rest. :func:`run_bounded` runs the worker's
-event loop, cancels what still runs on it at the end (a record or release
-past the margin), and closes it without waiting for ever on a coroutine
-that ignores its cancel.
+every outcome and releases the rest; :func:`last_calls` bounds the worker's
+last writes by the same margin, whatever the server does. :func:`run_bounded`
+runs the worker's event loop (which no task may stop), cancels what still
+runs on it at the end (a record or release past the margin), and closes it
+without waiting for ever on a coroutine that ignores its cancel.
 
 A worker that stops because one of its own duties failed (a bug, or a job
 that broke the worker) gives no grace (its beat may be the duty that failed)
@@ -24,7 +25,7 @@ import asyncio
 import contextvars
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine, Sequence
 from typing import Any, cast
 
 from asgiref.sync import ThreadSensitiveContext
@@ -41,6 +42,9 @@ logger = logging.getLogger("django_emq.worker")
 #: of the jobs that finished, release those still running, and end (a coroutine
 #: that ignores its cancel is left behind).
 STOP_MARGIN = 5.0
+#: The least time the worker's last writes get after the wind-down (see
+#: :func:`last_calls`), should its margin be spent.
+LAST_CALLS_MIN = 0.5
 #: How long the tasks still on the loop once the worker is done (a coroutine job
 #: that ignored its cancel, cut a margin ago) get before they are left behind.
 LEFT_BEHIND_AFTER = 1.0
@@ -48,26 +52,29 @@ LEFT_BEHIND_AFTER = 1.0
 
 async def wind_down(
     core: Core, grace_s: float, *, crashed: bool = False, by_a_job: bool = False
-) -> None:
+) -> float:
     """Hand back the jobs claimed ahead, give running ones ``grace_s`` (the beat
     goes on extending them), then cancel the coroutine jobs still running, record
     every outcome and release the rest, all within :data:`STOP_MARGIN` seconds
-    past the grace. ``crashed`` (a duty failed: perhaps the beat, perhaps broken
-    by a running job): no grace, and the jobs still running are expired, not
-    released. ``by_a_job`` (the stop signal came from the worker's own code): the
-    grace, then the jobs still running are expired, not released."""
+    past the grace; the monotonic time that margin ends (the worker's last calls
+    share it, see :func:`last_calls`). ``crashed`` (a duty failed: perhaps the
+    beat, perhaps broken by a running job): no grace, and the jobs still running
+    are expired, not released. ``by_a_job`` (the stop signal came from the
+    worker's own code): the grace, then the jobs still running are expired, not
+    released."""
     if crashed:
         grace_s = 0.0
+    deadline = time.monotonic() + grace_s
     waiting = core.take_back()
     for job in waiting:
         core.executing -= 1
         if job.claim.expiries:
             core.suspects -= 1
-    await asyncio.gather(*(core.release(job) for job in waiting))
-    deadline = time.monotonic() + grace_s
+        core.tasks.spawn(core.release(job))  # under way during the grace, waited for after
     while core.executing > 0 and time.monotonic() < deadline:
         await core.wait(deadline - time.monotonic())
     core.cut_coroutines()
+    margin_end = time.monotonic() + STOP_MARGIN
     try:
         async with asyncio.timeout(STOP_MARGIN):
             await core.outcomes.flush_all()
@@ -84,6 +91,24 @@ async def wind_down(
             "could not record every outcome and release every job within %.0fs past "
             "the grace; their leases will expire and be reaped", STOP_MARGIN,
         )  # fmt: skip
+    return margin_end
+
+
+async def last_calls(calls: Sequence[Awaitable[Any]], by: float) -> None:
+    """The stopping worker's last writes (its history's last tally, its heartbeat's
+    last record), in turn, until ``by`` (monotonic; the wind-down's margin), and
+    :data:`LAST_CALLS_MIN` seconds at least: a server that does not answer
+    cannot hold the stop past its bound, each call waiting its own timeout."""
+    try:
+        async with asyncio.timeout(max(LAST_CALLS_MIN, by - time.monotonic())):
+            for call in calls:
+                await call
+    except TimeoutError:
+        logger.warning("the worker's last history and heartbeat were not written in time")
+    finally:
+        for call in calls:  # those not awaited: never started
+            if asyncio.iscoroutine(call):
+                call.close()
 
 
 #: Why a job running at the end of a wind-down is expired: its worker failed...
@@ -120,6 +145,7 @@ def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:
     the worker."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    refuse_stop_from_tasks(loop)
     try:
         loop.run_until_complete(loop.create_task(apart(main), context=contextvars.Context()))
     finally:
@@ -129,6 +155,8 @@ def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:
                 task.cancel()
             if pending:
                 _, stuck = loop.run_until_complete(asyncio.wait(pending, timeout=margin))
+                for task in stuck:  # left behind on purpose: no "destroyed but pending" at exit
+                    task._log_destroy_pending = False  # type: ignore[attr-defined]
                 if stuck:
                     logger.warning(
                         "left behind, still running after their cancel: %s",
@@ -140,6 +168,21 @@ def run_bounded(main: Coroutine[Any, Any, None], margin: float) -> None:
         finally:
             asyncio.set_event_loop(None)
             loop.close()
+
+
+def refuse_stop_from_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """``loop.stop()`` called from a task (a coroutine job calling
+    ``asyncio.get_running_loop().stop()``) raises ``RuntimeError`` there, so that
+    job fails (retried, then dead) and the worker's loop runs on; asyncio's own
+    stop (from a callback, not a task, once the worker's run is over) stops it."""
+    stop = loop.stop
+
+    def guarded() -> None:
+        if asyncio.current_task(loop) is not None:
+            raise RuntimeError("a task must not stop the worker's event loop (loop.stop())")
+        stop()
+
+    loop.stop = guarded  # type: ignore[method-assign]
 
 
 async def apart(main: Coroutine[Any, Any, None]) -> None:

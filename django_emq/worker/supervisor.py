@@ -39,7 +39,7 @@ from .outcomes import CALL_ERRORS
 from .recorder import Recorder
 from .self_stop import SelfStop
 from .shard import Shard, Shards, rotation
-from .stopping import LEFT_BEHIND_AFTER, run_bounded, wind_down
+from .stopping import LEFT_BEHIND_AFTER, last_calls, run_bounded, wind_down
 from .watchdog import HARD_MARGIN, LoopWatch
 
 logger = logging.getLogger("django_emq.worker")
@@ -55,7 +55,7 @@ class Worker:
         self.backend = backend
         self.options = options
         self.plan = plan(options, backend.alias)
-        names = options.queues or backend.served_queues()
+        names = list(dict.fromkeys(options.queues)) or backend.served_queues()
         unknown = sorted(set(names) - backend.queues) if backend.queues else []
         if unknown:
             raise ValueError(f"queue(s) {', '.join(unknown)} not in the backend's QUEUES")
@@ -213,10 +213,12 @@ class Worker:
             if self.discovering
             else None
         )
+        served = ", ".join(q.name for q in self.queues)
+        if self.discovering:  # QUEUES: []: the registry's queues, and those it gains
+            served = f"every queue enqueued to ({served or 'none yet'})"
         logger.info(
             "worker %s on %s, concurrency %d (%d threads for sync tasks), lease %.1fs",
-            p.worker_id, ", ".join(q.name for q in self.queues), p.concurrency, p.threads,
-            p.lease_s,
+            p.worker_id, served, p.concurrency, p.threads, p.lease_s,
         )  # fmt: skip
         core.threads.start(asyncio.get_running_loop())
         self._watch = watch = LoopWatch(asyncio.get_running_loop(), core)
@@ -236,15 +238,15 @@ class Worker:
         finally:
             core.stopping = True
             duties[0].cancel()
-            await wind_down(
+            margin_end = await wind_down(
                 core, p.grace_s, crashed=self._crash is not None, by_a_job=self._self_stop.sent
             )
             for task in duties[1:]:
                 task.cancel()
             await asyncio.gather(*duties, return_exceptions=True)
-            await recorder.record()  # the history of the last jobs
-            await beat.forget()
-            core.threads.stop()
+            # the history of the last jobs, and the heartbeat's last record
+            await last_calls([recorder.record(), beat.forget()], margin_end)
+            await asyncio.to_thread(core.threads.stop)  # off the loop: the watchdog watches it
             watch.close()
             self._watch = None
         if self._crash is not None:
