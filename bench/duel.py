@@ -15,8 +15,10 @@ of 50 ms at ``--concurrency 500`` next to arq (``max_jobs=500``) and the ideal.
 
 A quicker check than ``bench/run.py`` (a few minutes), made for a shared,
 loaded machine: each round runs django-emq and its peer back to back, so each
-round's ratio compares runs made seconds apart, and the load average is
-printed next to each figure. Run from the repository root::
+round's ratio compares runs made seconds apart (the peer first in every
+other round of ``incr`` and ``noop``, so a load that rises or falls through
+the run favours neither side), and the load average is printed next to each
+figure. Run from the repository root::
 
     .venv/bin/python bench/duel.py                  # 3 rounds of each
     .venv/bin/python bench/duel.py --only incr,noop --rounds 5 --concurrency 8
@@ -29,7 +31,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -93,30 +95,48 @@ def huey_run(bench: Bench, section: str, log_name: str) -> dict[str, Any]:
     return huey
 
 
-def incr_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
+def in_turn[A, B](n: int, ours: Callable[[], A], theirs: Callable[[], B]) -> tuple[A, str, B, str]:
+    """Run both sides of round ``n``, django-emq first in even rounds and the peer
+    first in odd ones (a load that rises or falls through a run then favours
+    neither side); each side's result with the load average when it started."""
+    if n % 2 == 0:
+        before = load()
+        a = ours()
+        mid = load()
+        return a, before, theirs(), mid
     before = load()
-    emq = emq_incr(bench, f"duel-emq-incr-{n}", concurrency)
-    ours = emq["jobs_per_s"]
+    b = theirs()
     mid = load()
-    huey = huey_run(bench, "incr", f"duel-huey-incr-{n}.log")
-    theirs = float(huey["jobs_per_s"])
+    return ours(), mid, b, before
+
+
+def incr_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
+    emq, at_ours, huey, at_theirs = in_turn(
+        n,
+        lambda: emq_incr(bench, f"duel-emq-incr-{n}", concurrency),
+        lambda: huey_run(bench, "incr", f"duel-huey-incr-{n}.log"),
+    )
+    ours, theirs = emq["jobs_per_s"], float(huey["jobs_per_s"])
     print(
-        f"incr round {n + 1}: emq --concurrency {concurrency} {ours:,.0f} jobs/s (load {before}; "
-        f"{cpu_text(emq)}) | huey -w 1 {theirs:,.0f} (load {mid}; {cpu_text(huey)}) "
-        f"| {ours / theirs:.2f}x",
+        f"incr round {n + 1}: emq --concurrency {concurrency} {ours:,.0f} jobs/s (load {at_ours}; "
+        f"{cpu_text(emq)}) | huey -w 1 {theirs:,.0f} (load {at_theirs}; {cpu_text(huey)}) "
+        f"| {ours / theirs:.2f}x{' (huey ran first)' if n % 2 else ''}",
         flush=True,
     )
     return ours, theirs
 
 
 def noop_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
-    before = load()
-    ours = float(bench.drain(f"duel-emq-{n}", 1, concurrency)["jobs_per_s"])
-    mid = load()
-    theirs = float(huey_run(bench, "throughput", f"duel-huey-{n}.log")["jobs_per_s"])
+    emq, at_ours, huey, at_theirs = in_turn(
+        n,
+        lambda: bench.drain(f"duel-emq-{n}", 1, concurrency),
+        lambda: huey_run(bench, "throughput", f"duel-huey-{n}.log"),
+    )
+    ours, theirs = float(emq["jobs_per_s"]), float(huey["jobs_per_s"])
     print(
-        f"noop round {n + 1}: emq --concurrency {concurrency} {ours:,.0f} jobs/s (load {before}) "
-        f"| huey -w 1 {theirs:,.0f} (load {mid}) | {ours / theirs:.2f}x",
+        f"noop round {n + 1}: emq --concurrency {concurrency} {ours:,.0f} jobs/s (load {at_ours}) "
+        f"| huey -w 1 {theirs:,.0f} (load {at_theirs}) | {ours / theirs:.2f}x"
+        f"{' (huey ran first)' if n % 2 else ''}",
         flush=True,
     )
     return ours, theirs
