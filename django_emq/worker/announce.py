@@ -1,9 +1,10 @@
-"""The ``TaskResult`` each recorded job's ``task_finished`` carries, sorted by
-how it is sent (see :mod:`.signals`): sync tasks' from a worker thread,
-coroutine tasks' in one hand-off on the loop."""
+"""``task_finished`` for the recorded jobs: the ``TaskResult`` each carries,
+sorted by how it is sent (see :mod:`.signals`): sync tasks' from a worker
+thread, coroutine tasks' in one hand-off on the loop."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from datetime import UTC, datetime
 from typing import Any
@@ -13,12 +14,27 @@ from django.tasks.signals import task_finished
 
 from .execute import Policy, is_async, result_of
 from .jobs import Job
-from .signals import listening
+from .signals import listening, send_all, send_batch
+from .spawned import Spawned
+from .threads import Threads
 
 logger = logging.getLogger("django_emq.worker")
 
 #: A TaskResult per job, split as sent: ``(sync tasks', coroutine tasks')``.
 type Split = tuple[list[TaskResult[Any, Any]], list[TaskResult[Any, Any]]]
+
+
+def announce(
+    items: list[tuple[Job, TaskResultStatus, Any]], policy: Policy, threads: Threads, tasks: Spawned
+) -> None:
+    """``task_finished`` for each recorded ``(job, status, value)``, when anything
+    listens: sync tasks' from a worker thread (after the jobs handed to it
+    before), coroutine tasks' in one hand-off on the loop."""
+    sync, coros = finished_results(items, policy)
+    if sync:
+        threads.call(functools.partial(send_all, task_finished, sync))
+    if coros:
+        tasks.spawn(send_batch(task_finished, coros))
 
 
 def finished_results(items: list[tuple[Job, TaskResultStatus, Any]], policy: Policy) -> Split:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 from collections import Counter, deque
@@ -30,7 +29,7 @@ from django.tasks.signals import task_finished, task_started
 from ..engine.queue import Claim
 from ..exceptions import JobError
 from . import logs
-from .announce import finished_results
+from .announce import announce
 from .execute import (
     Done,
     Failed,
@@ -48,7 +47,7 @@ from .logs import Lines, job_line
 from .options import Plan
 from .outcomes import CALL_ERRORS, Outcomes, Success
 from .shard import Shard
-from .signals import listening, send_all, send_batch
+from .signals import listening, send_batch
 from .spawned import Spawned
 from .threads import Finished, Take, Threads
 from .window import Window
@@ -282,12 +281,12 @@ class Core:
         job.settled = True
         self.ended(job, state, failed.reason)
         if state == "dead" and job.started:
-            self._announce([(job, TaskResultStatus.FAILED, None)])
+            announce([(job, TaskResultStatus.FAILED, None)], self.policy, self.threads, self.tasks)
 
     def _recorded(self, batch: list[Success], refusals: list[Exception | None]) -> None:
         """Successes recorded (``None``) or refused: settled, announced (the
         announcements gathered only when something listens)."""
-        announce: list[tuple[Job, TaskResultStatus, Any]] | None = (
+        finished: list[tuple[Job, TaskResultStatus, Any]] | None = (
             [] if listening(task_finished) else None
         )
         with logs.batch() as lines:
@@ -296,16 +295,16 @@ class Core:
                 job.settled = True
                 if error is None:
                     self.ended(job, "done", lines=lines)
-                    if announce is not None:
-                        announce.append((job, TaskResultStatus.SUCCESSFUL, success.value))
+                    if finished is not None:
+                        finished.append((job, TaskResultStatus.SUCCESSFUL, success.value))
                 elif isinstance(error, JobError):
                     reason = "lease lost to a newer attempt; outcome refused"
                     self.ended(job, "stale", reason, lines)
                 else:
                     reason = f"the worker failed to record its outcome ({error!r})"
                     self.ended(job, "stale", reason, lines)
-        if announce:
-            self._announce(announce)
+        if finished:
+            announce(finished, self.policy, self.threads, self.tasks)
 
     def _not_started(self, job: Job) -> None:
         """``job`` will not start (stopping, or its lease is not safe): back to the
@@ -341,16 +340,6 @@ class Core:
         else:
             lines.write(job, outcome, reason)
         self.changed.set()
-
-    def _announce(self, items: list[tuple[Job, TaskResultStatus, Any]]) -> None:
-        """``task_finished`` for each recorded job, when anything listens: sync
-        tasks' from a worker thread (after the jobs handed to it before), coroutine
-        tasks' in one hand-off (see :mod:`.signals`)."""
-        sync, coros = finished_results(items, self.policy)
-        if sync:
-            self.threads.call(functools.partial(send_all, task_finished, sync))
-        if coros:
-            self.tasks.spawn(send_batch(task_finished, coros))
 
     def cut_coroutines(self) -> None:
         """Past the grace: cancel the coroutine jobs still running. Whatever they
