@@ -11,7 +11,7 @@
 -- @include "lane_key"
 -- @include "now_ms"
 -- @include "put_back_active"
--- @include "release_unique"
+-- @include "release_unique_of"
 -- @include "tenant_capped"
 -- @include "tenant_freed"
 -- @include "tenant_of"
@@ -46,12 +46,16 @@
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight (tenants'
 -- counts), .stats, .wake.
 local function completeJobs(Q, prefix, ttl, argv, first)
-  local codes, done, byLane, lanes, seen, tries = {}, {}, {}, {}, {}, {}
+  local codes, done, byLane, lanes, seen, tries, keys = {}, {}, {}, {}, {}, {}, {}
+  -- a finished job frees its unique key: read with its fence (a read that
+  -- checks the unique hash's type; none when the queue has no unique keys)
+  local uniques, held = anyUnique(prefix), {}
 
   -- reads: fence every job (a job named twice is refused the second time)
   for i = first, #argv, 3 do
     local id = argv[i]
-    local lane, try, fresh = fence(jobKey(prefix, id), argv[i + 1])
+    local jk = jobKey(prefix, id)
+    local lane, try, fresh, uniq = fence(jk, argv[i + 1], uniques)
     if type(lane) == 'string' and seen[id] then lane = -2 end
     if type(lane) == 'number' then
       codes[#codes + 1] = lane
@@ -59,6 +63,8 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       seen[id] = true
       codes[#codes + 1] = 1
       done[#done + 1] = i
+      keys[i] = jk
+      if uniq then held[i] = {uniq, lane} end
       if not fresh then tries[i] = try end  -- a first attempt ends at `finished`
       local ids = byLane[lane]
       if not ids then
@@ -92,7 +98,6 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     end
   end
   if anyJoins then checkQ(Q, {'ring', 'wake'}) end
-  local uniques = anyUnique(prefix)
   local ts = tsActive(prefix)  -- @timeshare
 
   -- writes: first the active sets, each guarded (see above)
@@ -118,9 +123,13 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   end
   for _, i in ipairs(done) do
     local id = argv[i]
-    local jk = jobKey(prefix, id)
-    if uniques then releaseUnique(prefix, jk, id) end
-    if ttl > 0 then
+    local jk = keys[i]
+    if held[i] then releaseUniqueOf(prefix, jk, id, held[i][1], held[i][2]) end
+    if ttl > 0 and tries[i] == nil then
+      -- a first attempt (the hot path): its end is its `finished`, no table
+      redis.call('HSET', jk, 'state', 'done', 'finished', now, 'result', argv[i + 2])
+      redis.call('PEXPIRE', jk, ttl)
+    elseif ttl > 0 then
       redis.call('HSET', jk, unpack(withTry({'state', 'done', 'finished', now,
         'result', argv[i + 2]}, tries[i], now, 'd')))
       redis.call('PEXPIRE', jk, ttl)
