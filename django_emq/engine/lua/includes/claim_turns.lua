@@ -70,11 +70,18 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   -- Most queues set no weights or ceilings: then no turn looks them up.
   local weighted = inUse(Q.weights)
   local capped = inUse(Q.ceilings)
-  checkQ(Q, {'onring', 'active', 'depths', 'stats'})
-  if anyTenants(prefix) then checkQ(Q, {'inflight'}) end  -- [tenants] their counts
+  checkQ(Q, {'onring', 'active', 'stats'})
+  local tenants = anyTenants(prefix)
+  if tenants then checkQ(Q, {'inflight'}) end  -- [tenants] their counts
   local limited = rated(prefix, rate)
   local ts = timeShare(Q, prefix, fairness, weighted)  -- @timeshare: nil unless time-fair
   if ts then weighted = false end
+  -- The depth index is checked by its first touch, a turn's (takeTurn; a turn
+  -- that pops nothing removes the lane from it), where nothing but the ring's
+  -- rotation is written before: not where a policy may write first (a due
+  -- throttled lane, a tenant's ring, time credit) or end a turn before it
+  -- takes a job (a ceiling, a rate limit).
+  if capped or limited or ts or tenants then checkQ(Q, {'depths'}) end
   local dueNow = {}
   if limited then
     checkQ(Q, {'ring', 'paused'})
@@ -93,7 +100,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   -- deadline, id pairs for the active set, added CHUNK pairs at a time: one
   -- ZADD for a worker's claim, and never more than unpack() can spread.
   local C = {prefix = prefix, now = now, deadline = deadline, worker = worker, keep = keep,
-    leases = {}, out = out}
+    depths = Q.depths, leases = {}, out = out}
   local CHUNK = 1000
 
   if #dueNow > 0 then unthrottle(Q, prefix, dueNow) end  -- the first write
@@ -160,7 +167,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     end
     local left = 0
     if k > 0 then
-      local taken, flag = takeTurn(C, lane, pendingKey, k)
+      local taken, flag, after = takeTurn(C, lane, pendingKey, k)
       if taken == nil then
         broken = flag
         break
@@ -170,16 +177,22 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
         C.leases = {}
       end
       suspect = flag
-      if taken == 0 then redis.call('ZREM', Q.depths, lane) end  -- the index said too many
+      if taken == 0 then  -- the index said too many
+        local gone = redis.pcall('ZREM', Q.depths, lane)
+        if type(gone) == 'table' then
+          broken = {Q.depths, gone.err}
+          break
+        end
+      end
       if taken > 0 then
         if ts then tsCharge(ts, prefix, out, taken) end  -- @timeshare
         claimed = claimed + taken
         credit = credit - taken
         inflight = inflight + taken
-        -- The depth index answers what is left; an index that says nothing is
-        -- left is checked against the lane itself before the lane leaves (and
-        -- mended if it was wrong).
-        left = tonumber(redis.call('ZINCRBY', Q.depths, -taken, lane))
+        -- The depth index answers what is left (takeTurn took the jobs from
+        -- it); an index that says nothing is left is checked against the lane
+        -- itself before the lane leaves (and mended if it was wrong).
+        left = after
         if left <= 0 then
           redis.call('ZREM', Q.depths, lane)
           left = redis.call('ZCARD', pendingKey)

@@ -7,11 +7,14 @@
 -- takeTurn(C, lane, pendingKey, k): one turn of claimTurns (claim_turns.lua):
 -- pop up to k of the lane's jobs, read their rows, then write: the lane's
 -- active set, each row, and the jobs' leases and reply entries appended to
--- C.leases and C.out. Returns (taken, suspect), or nil and {key, error} when
--- a key of the lane holds the wrong type (nothing of the turn is written
+-- C.leases and C.out, and the jobs taken from the lane's depth in the depth
+-- index. Returns (taken, suspect, the lane's depth left in the index; 0, false
+-- when nothing was popped), or nil and {key, error} when a key of the lane,
+-- or the depth index, holds the wrong type (nothing of the turn is written
 -- then: what was popped is put back at its place).
 -- C is the claim's state, built once per call by claimTurns (a table, not a
--- closure per call): .prefix, .now, .deadline, .worker, .keep, .leases, .out.
+-- closure per call): .prefix, .now, .deadline, .worker, .keep, .depths,
+-- .leases, .out.
 local function takeTurn(C, lane, pendingKey, k)
   local prefix, now = C.prefix, C.now
   local popped = redis.pcall('ZPOPMIN', pendingKey, k)
@@ -61,6 +64,17 @@ local function takeTurn(C, lane, pendingKey, k)
     for j = 1, #popped, 2 do redis.call('ZADD', pendingKey, popped[j + 1], popped[j]) end
     return nil, {laneActive, added.err}
   end
+  -- the jobs leave the depth index, guarded: where claimTurns made no type
+  -- check of the index this is its first touch, and an index of the wrong
+  -- type undoes the turn
+  local left = redis.pcall('ZINCRBY', C.depths, -n, lane)
+  if type(left) == 'table' then
+    local mine = {}
+    for j = 1, n do mine[j] = popped[2 * j - 1] end
+    redis.call('ZREM', laneActive, unpack(mine))
+    for j = 1, #popped, 2 do redis.call('ZADD', pendingKey, popped[j + 1], popped[j]) end
+    return nil, {C.depths, left.err}
+  end
   local worker, deadline, leases, out = C.worker, C.deadline, C.leases, C.out
   for j = 1, n do
     local id, seq = popped[2 * j - 1], popped[2 * j]
@@ -101,5 +115,5 @@ local function takeTurn(C, lane, pendingKey, k)
     out[o + 5] = row[2]; out[o + 6] = row[3]; out[o + 7] = row[4]; out[o + 8] = deadline
     out[o + 9] = workers; out[o + 10] = started; out[o + 11] = tonumber(row[6]) or 0
   end
-  return n, suspect
+  return n, suspect, tonumber(left)
 end
