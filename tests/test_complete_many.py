@@ -175,17 +175,17 @@ def test_cost_per_job_is_three_commands_and_the_rest_is_per_lane(
     # first writes, guarded: lua/includes/complete_jobs.lua): no ring check, as
     # the queue has no ceilings (only a lane held at its ceiling rejoins the ring
     # when a job ends). The call itself: the clock, the active set, the completed
-    # counter, the type check of the counters (lua/includes/check.lua), one
-    # EXISTS for every lane policy (none set here: no policy is asked anything
-    # more, check.lua policiesOff). No history: the caller sends it
-    # (lua/record_history-2.lua).
+    # counter (no type check of the counters: the count is the first write,
+    # guarded), one EXISTS for every lane policy (none set here: no policy is
+    # asked anything more, check.lua policiesOff). No history: the caller sends
+    # it (lua/record_history-2.lua).
     one_lane = [_cost(r, queue, 1, jobs) for jobs in (8, 16, 32)]
     assert one_lane[1] - one_lane[0] == 8 * 3
     assert one_lane[2] - one_lane[1] == 16 * 3
     per_lane = [_cost(r, queue, lanes, 16) for lanes in (1, 2, 4)]
     assert per_lane[1] - per_lane[0] == 1
     assert per_lane[2] - per_lane[1] == 2 * 1
-    assert one_lane[1] == 16 * 3 + 1 + 3 + 1 + 1
+    assert one_lane[1] == 16 * 3 + 1 + 3 + 1
 
 
 def test_a_claim_of_thousands_of_jobs_keeps_every_lease(queue: Queue) -> None:

@@ -40,7 +40,10 @@
   A lane's own key of the wrong type ends the claim: with jobs claimed in
   earlier turns it returns them (the broken lane stays on the ring for the
   next claim to report); with none it fails with the corrupt-key error, and
-  nothing is written but the ring's rotation.
+  nothing is written but the ring's rotation. The depth index is checked as
+  a lane's keys are, by a turn's first touch, where no policy writes before
+  it (includes/claim_turns.lua): the first turn meets it, so a broken index
+  fails the claim the same way.
 
   Returns a flat array, 11 entries per claimed job:
     id, lane, token, task, args, kwargs, enqueued_ms, deadline_ms,

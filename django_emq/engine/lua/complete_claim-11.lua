@@ -35,10 +35,13 @@
   answers them, and the claim's flat reply as claim-10.lua answers it. A key
   of the wrong type met by the completions fails the call with nothing
   written; one met by the claim (a lane's own key) only ends the claim: the
-  completions stand, and the next plain claim reports the broken key.
+  completions stand, and the next plain claim reports the broken key. A
+  queue key the claim meets (its depth index too, which a turn checks by
+  touching it) fails the call, the completions standing.
 ]]
 -- @include "claim_turns"
 -- @include "complete_jobs"
+-- @include "fail"
 -- @include "policies_off"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
@@ -48,9 +51,11 @@ local prefix = ARGV[1]
 policiesOff(prefix)  -- one read for every lane policy (includes/policies_off.lua)
 local codes = completeJobs(Q, prefix, tonumber(ARGV[2]), ARGV, 10)
 local limit = tonumber(ARGV[6])
-local claims = {}
+local claims, broken = {}, nil
 if limit > 0 then
-  claims = claimTurns(Q, prefix, tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], limit,
+  claims, broken = claimTurns(Q, prefix, tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], limit,
     tonumber(ARGV[7]), ARGV[8], ARGV[9])
 end
+-- the depth index is the queue's, not a lane's: it fails the call (claimTurns)
+if broken and broken[1] == Q.depths then fail(broken[1], broken[2]) end
 return {codes, claims}

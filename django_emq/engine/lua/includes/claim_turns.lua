@@ -5,7 +5,6 @@
 -- @include "guard"
 -- @include "in_use"
 -- @include "is_entry"
--- @include "job_key"
 -- @include "lane_active_key"
 -- @include "lane_key"
 -- @include "lane_rate"
@@ -13,10 +12,10 @@
 -- @include "rate_room"
 -- @include "rate_taken"
 -- @include "rated"
+-- @include "take_turn"
 -- @include "tenant_done"
 -- @include "tenant_pick"
 -- @include "time_share"
--- @include "tries_of"
 -- @include "ts_charge"
 -- @include "ts_land"
 -- @include "ts_turn"
@@ -47,6 +46,7 @@
 -- ring lands on it: a turn reads them first and puts back what it popped when
 -- one holds the wrong type, and the claim ends there.
 -- `keep`: how many of the latest claimers' ids a row keeps in `workers`.
+-- Each turn's pops, reads and writes: includes/take_turn.lua.
 --
 -- Rate limits (includes/rate.lua; `rate` is the queue's default per lane,
 -- '<count>:<per_ms>' or ''): due throttled lanes rejoin the ring first; a
@@ -70,11 +70,18 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   -- Most queues set no weights or ceilings: then no turn looks them up.
   local weighted = inUse(Q.weights)
   local capped = inUse(Q.ceilings)
-  checkQ(Q, {'onring', 'active', 'depths', 'stats'})
-  if anyTenants(prefix) then checkQ(Q, {'inflight'}) end  -- [tenants] their counts
+  checkQ(Q, {'onring', 'active', 'stats'})
+  local tenants = anyTenants(prefix)
+  if tenants then checkQ(Q, {'inflight'}) end  -- [tenants] their counts
   local limited = rated(prefix, rate)
   local ts = timeShare(Q, prefix, fairness, weighted)  -- @timeshare: nil unless time-fair
   if ts then weighted = false end
+  -- The depth index is checked by its first touch, a turn's (takeTurn; a turn
+  -- that pops nothing removes the lane from it), where nothing but the ring's
+  -- rotation is written before: not where a policy may write first (a due
+  -- throttled lane, a tenant's ring, time credit) or end a turn before it
+  -- takes a job (a ceiling, a rate limit).
+  if capped or limited or ts or tenants then checkQ(Q, {'depths'}) end
   local dueNow = {}
   if limited then
     checkQ(Q, {'ring', 'paused'})
@@ -89,99 +96,12 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   local now = nowMs()
   local deadline = now + leaseMs
   local out = {}
-  -- deadline, id pairs for the active set, added CHUNK pairs at a time: one ZADD
-  -- for a worker's claim, and never more than unpack() can spread.
-  local leases, CHUNK = {}, 1000
-  local function addLeases()
-    if #leases > 0 then
-      redis.call('ZADD', Q.active, unpack(leases))
-      leases = {}
-    end
-  end
-
-  -- recent(list, id): the comma-separated worker ids with id added, the last
-  -- `keep` kept (the job's attempts counter says how many claims there were).
-  local function recent(list, id)
-    if not list or list == '' then return id end
-    local ids = {}
-    for w in string.gmatch(list, '[^,]+') do ids[#ids + 1] = w end
-    ids[#ids + 1] = id
-    local from = math.max(1, #ids - keep + 1)
-    return table.concat(ids, ',', from)
-  end
-
-  -- takeTurn(lane, pendingKey, k): pop up to k of the lane's jobs, read their
-  -- rows, then write. Returns (taken, suspect), or nil and the corrupt key's
-  -- error when a key of the lane holds the wrong type (nothing of the turn is
-  -- written then: what was popped is put back at its place).
-  local function takeTurn(lane, pendingKey, k)
-    local popped = redis.pcall('ZPOPMIN', pendingKey, k)
-    if popped.err then return nil, {pendingKey, popped.err} end
-    local laneActive = laneActiveKey(prefix, lane)
-    local rows, keys, suspect, n = {}, {}, false, 0
-    for i = 1, #popped, 2 do
-      local jk = jobKey(prefix, popped[i])
-      -- One read and one write of the row per job (the hot path's cost): the
-      -- read takes what the reply returns, and the row's lane and place.
-      local row = redis.pcall('HMGET', jk, 'task', 'args', 'kwargs', 'enq', 'attempts',
-        'expiries', 'group', 'seq')
-      if row.err then
-        for j = 1, #popped, 2 do redis.call('ZADD', pendingKey, popped[j + 1], popped[j]) end
-        return nil, {jk, row.err}
-      end
-      n = n + 1
-      rows[n], keys[n] = row, jk
-      -- A job whose lease expired before ends the claim: the rest of the turn
-      -- goes back, in its mint places.
-      if (tonumber(row[6]) or 0) > 0 then
-        suspect = true
-        for j = i + 2, #popped, 2 do redis.call('ZADD', pendingKey, popped[j + 1], popped[j]) end
-        break
-      end
-    end
-    if n == 0 then return 0, false end
-    local mine = {}
-    for j = 1, n do
-      mine[2 * j - 1] = now
-      mine[2 * j] = popped[2 * j - 1]
-    end
-    local added = redis.pcall('ZADD', laneActive, unpack(mine))
-    if type(added) == 'table' and added.err then
-      for j = 1, #popped, 2 do redis.call('ZADD', pendingKey, popped[j + 1], popped[j]) end
-      return nil, {laneActive, added.err}
-    end
-    for j = 1, n do
-      local id, row, jk = popped[2 * j - 1], rows[j], keys[j]
-      local token = (tonumber(row[5]) or 0) + 1
-      local fields = {'attempts', token, 'state', 'active', 'claimed', now, 'worker', worker}
-      local workers, started = worker, now
-      -- a first start's wait is recorded by the caller (record_history-2.lua)
-      if token ~= 1 then
-        -- a job claimed before: its attempt history is written out (a first
-        -- attempt's is the row's worker and claimed, see tries.lua)
-        local past = redis.call('HMGET', jk, 'workers', 'worker', 'tries', 'started', 'claimed')
-        workers, started = recent(past[1] or past[2], worker), past[4] or past[5] or now
-        fields[9], fields[10] = 'workers', workers
-        fields[11], fields[12] = 'started', started
-        fields[13], fields[14] = 'tries', recent(triesOf(past[3], past[5], past[1]), now)
-      end
-      -- group and seq are written when the row lost them (edited by hand): it
-      -- still settles and returns to its lane, at the place it was popped from.
-      if row[7] ~= lane or row[8] ~= popped[2 * j] then
-        fields[#fields + 1], fields[#fields + 2] = 'group', lane
-        fields[#fields + 1], fields[#fields + 2] = 'seq', popped[2 * j]
-      end
-      redis.call('HSET', jk, unpack(fields))
-      leases[#leases + 1] = deadline
-      leases[#leases + 1] = id
-      if #leases >= 2 * CHUNK then addLeases() end
-      local o = #out
-      out[o + 1] = id; out[o + 2] = lane; out[o + 3] = token; out[o + 4] = row[1]
-      out[o + 5] = row[2]; out[o + 6] = row[3]; out[o + 7] = row[4]; out[o + 8] = deadline
-      out[o + 9] = workers; out[o + 10] = started; out[o + 11] = tonumber(row[6]) or 0
-    end
-    return n, suspect
-  end
+  -- the claim's state for each turn (includes/take_turn.lua); `leases` holds
+  -- deadline, id pairs for the active set, added CHUNK pairs at a time: one
+  -- ZADD for a worker's claim, and never more than unpack() can spread.
+  local C = {prefix = prefix, now = now, deadline = deadline, worker = worker, keep = keep,
+    depths = Q.depths, leases = {}, out = out}
+  local CHUNK = 1000
 
   if #dueNow > 0 then unthrottle(Q, prefix, dueNow) end  -- the first write
   local turnLane, turnCredit = nil, 0 -- the last turn, when it was cut short
@@ -247,22 +167,32 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     end
     local left = 0
     if k > 0 then
-      local taken, flag = takeTurn(lane, pendingKey, k)
+      local taken, flag, after = takeTurn(C, lane, pendingKey, k)
       if taken == nil then
         broken = flag
         break
       end
+      if #C.leases >= 2 * CHUNK then
+        redis.call('ZADD', Q.active, unpack(C.leases))
+        C.leases = {}
+      end
       suspect = flag
-      if taken == 0 then redis.call('ZREM', Q.depths, lane) end  -- the index said too many
+      if taken == 0 then  -- the index said too many
+        local gone = redis.pcall('ZREM', Q.depths, lane)
+        if type(gone) == 'table' then
+          broken = {Q.depths, gone.err}
+          break
+        end
+      end
       if taken > 0 then
         if ts then tsCharge(ts, prefix, out, taken) end  -- @timeshare
         claimed = claimed + taken
         credit = credit - taken
         inflight = inflight + taken
-        -- The depth index answers what is left; an index that says nothing is
-        -- left is checked against the lane itself before the lane leaves (and
-        -- mended if it was wrong).
-        left = tonumber(redis.call('ZINCRBY', Q.depths, -taken, lane))
+        -- The depth index answers what is left (takeTurn took the jobs from
+        -- it); an index that says nothing is left is checked against the lane
+        -- itself before the lane leaves (and mended if it was wrong).
+        left = after
         if left <= 0 then
           redis.call('ZREM', Q.depths, lane)
           left = redis.call('ZCARD', pendingKey)
@@ -301,7 +231,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
       redis.call('LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
     end
   end
-  addLeases()
+  if #C.leases > 0 then redis.call('ZADD', Q.active, unpack(C.leases)) end
   if ts and not broken then tsTurn(ts, turnLane) end  -- @timeshare: whose turn goes on
   if weighted then
     if turnLane then

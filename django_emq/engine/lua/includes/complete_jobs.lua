@@ -1,4 +1,3 @@
--- @include "add_count"
 -- @include "any_unique"
 -- @include "check_q"
 -- @include "check_tenant_ring"
@@ -11,7 +10,7 @@
 -- @include "lane_key"
 -- @include "now_ms"
 -- @include "put_back_active"
--- @include "release_unique"
+-- @include "release_unique_of"
 -- @include "tenant_capped"
 -- @include "tenant_freed"
 -- @include "tenant_of"
@@ -31,11 +30,11 @@
 --
 -- Read and check first, write last: every row is fenced and the keys the
 -- writes touch are checked (check.lua) before the first write, so a key of the
--- wrong type fails the whole call with nothing written. The lanes' active sets
--- and the queue's are not type-checked: they take the first writes, each
--- guarded, and a key of the wrong type among them fails the call after the
--- sets written before it are put back (putBackActive): still nothing
--- written.
+-- wrong type fails the whole call with nothing written. The stats hash, the
+-- lanes' active sets and the queue's are not type-checked: they take the
+-- first writes, each guarded, and a key of the wrong type among them fails
+-- the call after the writes before it are taken back (the completed count,
+-- and the active sets by putBackActive): still nothing written.
 --
 -- A finished job frees the unique key it holds (includes/policies.lua), and
 -- settles the time its claim charged its lane (includes/timeshare.lua); its
@@ -46,12 +45,16 @@
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight (tenants'
 -- counts), .stats, .wake.
 local function completeJobs(Q, prefix, ttl, argv, first)
-  local codes, done, byLane, lanes, seen, tries = {}, {}, {}, {}, {}, {}
+  local codes, done, byLane, lanes, seen, tries, keys = {}, {}, {}, {}, {}, {}, {}
+  -- a finished job frees its unique key: read with its fence (a read that
+  -- checks the unique hash's type; none when the queue has no unique keys)
+  local uniques, held = anyUnique(prefix), {}
 
   -- reads: fence every job (a job named twice is refused the second time)
   for i = first, #argv, 3 do
     local id = argv[i]
-    local lane, try, fresh = fence(jobKey(prefix, id), argv[i + 1])
+    local jk = jobKey(prefix, id)
+    local lane, try, fresh, uniq = fence(jk, argv[i + 1], uniques)
     if type(lane) == 'string' and seen[id] then lane = -2 end
     if type(lane) == 'number' then
       codes[#codes + 1] = lane
@@ -59,6 +62,8 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       seen[id] = true
       codes[#codes + 1] = 1
       done[#done + 1] = i
+      keys[i] = jk
+      if uniq then held[i] = {uniq, lane} end
       if not fresh then tries[i] = try end  -- a first attempt ends at `finished`
       local ids = byLane[lane]
       if not ids then
@@ -71,8 +76,8 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   end
   if #done == 0 then return codes end
 
-  -- checks: the keys the writes touch, and which lanes rejoin the ring
-  checkQ(Q, {'stats'})
+  -- checks: the keys the writes touch, and which lanes rejoin the ring (the
+  -- stats hash is checked by its first write, below)
   -- Only a lane held at its ceiling can be off the ring and rejoin it when
   -- its jobs finish (an empty or paused lane stays so; a throttled one waits
   -- for its slot): without ceilings, no lane is looked up.
@@ -92,10 +97,23 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     end
   end
   if anyJoins then checkQ(Q, {'ring', 'wake'}) end
-  local uniques = anyUnique(prefix)
   local ts = tsActive(prefix)  -- @timeshare
 
-  -- writes: first the active sets, each guarded (see above)
+  -- writes: first the completed count, guarded: the stats hash's first touch
+  -- checks its type (one command, no TYPE of its own: a stats key of the
+  -- wrong type fails the call with nothing written; a field holding no
+  -- integer is mended, as addCount does); then the active sets, each guarded
+  -- (see above), a failure among them taking the count back (a count that
+  -- was 0 goes with its field: a queue that never completed a job has none).
+  local count = #done
+  local counted = redis.pcall('HINCRBY', Q.stats, 'completed', count)
+  if type(counted) == 'table' then
+    if string.find(counted.err, 'WRONGTYPE', 1, true) then fail(Q.stats, counted.err) end
+    redis.call('HSET', Q.stats, 'completed', count)
+    counted = count
+  end
+  local first = counted == count
+  TYPE_CHECKED[Q.stats] = true  -- a claim in the same call need not check it
   local ids = {}
   for _, i in ipairs(done) do ids[#ids + 1] = argv[i] end
   for n, lane in ipairs(lanes) do
@@ -103,12 +121,16 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     local removed = redis.pcall('ZREM', laneActive, unpack(byLane[lane]))
     if type(removed) == 'table' then
       putBackActive(prefix, lanes, byLane, n - 1)
+      if first then redis.call('HDEL', Q.stats, 'completed')
+      else redis.call('HINCRBY', Q.stats, 'completed', -count) end
       fail(laneActive, removed.err)
     end
   end
   local removed = redis.pcall('ZREM', Q.active, unpack(ids))
   if type(removed) == 'table' then
     putBackActive(prefix, lanes, byLane, #lanes)
+    if first then redis.call('HDEL', Q.stats, 'completed')
+    else redis.call('HINCRBY', Q.stats, 'completed', -count) end
     fail(Q.active, removed.err)
   end
   TYPE_CHECKED[Q.active] = true  -- a claim in the same call need not check it
@@ -118,9 +140,13 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   end
   for _, i in ipairs(done) do
     local id = argv[i]
-    local jk = jobKey(prefix, id)
-    if uniques then releaseUnique(prefix, jk, id) end
-    if ttl > 0 then
+    local jk = keys[i]
+    if held[i] then releaseUniqueOf(prefix, jk, id, held[i][1], held[i][2]) end
+    if ttl > 0 and tries[i] == nil then
+      -- a first attempt (the hot path): its end is its `finished`, no table
+      redis.call('HSET', jk, 'state', 'done', 'finished', now, 'result', argv[i + 2])
+      redis.call('PEXPIRE', jk, ttl)
+    elseif ttl > 0 then
       redis.call('HSET', jk, unpack(withTry({'state', 'done', 'finished', now,
         'result', argv[i + 2]}, tries[i], now, 'd')))
       redis.call('PEXPIRE', jk, ttl)
@@ -128,7 +154,6 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       redis.call('DEL', jk)
     end
   end
-  addCount(Q.stats, 'completed', #ids, #ids)
   for _, lane in ipairs(lanes) do
     tenantFreed(Q, prefix, lane, #byLane[lane])  -- [tenants]
     if joins[lane] then enterRing(Q, lane) end

@@ -1,3 +1,5 @@
+-- @include "release_unique_of"
+
 -- releaseUnique(prefix, jk, id): a job that finishes (done, dead, drained,
 -- moved away) frees the unique key it holds, if any. Call it while the row
 -- still names its lane; the unique hash's type was checked (anyUnique). A
@@ -7,9 +9,5 @@ local function releaseUnique(prefix, jk, id)
   -- a row of the wrong type (drain deletes it all the same) holds nothing
   local row = redis.pcall('HMGET', jk, 'uniq', 'group')
   if row.err or not row[1] then return end
-  local field = (row[2] or '') .. ':' .. row[1]
-  if redis.call('HGET', prefix .. 'unique', field) == id then
-    redis.call('HDEL', prefix .. 'unique', field)
-  end
-  redis.call('HDEL', jk, 'uniq')
+  releaseUniqueOf(prefix, jk, id, row[1], row[2])
 end
