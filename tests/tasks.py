@@ -73,6 +73,13 @@ def attempt_number(context: TaskContext[Any, Any]) -> int:
     return context.attempt
 
 
+@task(takes_context=True)
+def attempted_at(context: TaskContext[Any, Any]) -> str:
+    """The attempt's time as the task sees it (its TaskResult's ``last_attempted_at``)."""
+    at = context.task_result.last_attempted_at
+    return "" if at is None else at.isoformat()
+
+
 @task
 def unserialisable_result() -> Any:
     return object()

@@ -131,6 +131,17 @@ def test_task_context_sees_the_attempt(emq: redis.Redis) -> None:
     assert backend().get_result(result.id).return_value == 1
 
 
+def test_the_attempt_time_a_task_sees_is_the_one_read_back(emq: redis.Redis) -> None:
+    """Inside the task, ``last_attempted_at`` is the claim's time on the server,
+    which the row records and ``get_result`` reads back: not the worker's clock."""
+    user = User.objects.create_user("ada")
+    result = enqueue_for(user, tasks.attempted_at)
+    burst()
+    read = backend().get_result(result.id)
+    assert read.last_attempted_at is not None
+    assert read.return_value == read.last_attempted_at.isoformat()
+
+
 def test_failing_task_is_retried_then_dead_with_traceback(emq: redis.Redis, settings: Any) -> None:
     settings.EMQ = {**settings.EMQ, "MAX_ATTEMPTS": 3}
     user = User.objects.create_user("ada")

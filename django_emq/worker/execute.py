@@ -77,6 +77,9 @@ class Policy:
     max_result: int
     #: ``settings.USE_TZ``, read once: the worker's datetimes are aware, or naive UTC.
     use_tz: bool = True
+    #: The lease the worker claims with: a claim's server time is its deadline
+    #: less this (0: unknown, the job's start by the worker's clock stands in).
+    lease_ms: int = 0
 
     def delay_ms(self, attempt: int) -> int:
         """Exponential back-off with full jitter: uniform in [0, min(max, base * 2**(n-1))]."""
@@ -147,7 +150,7 @@ def running_result(
     by the claim); ``started``: when this attempt started (epoch seconds; now
     when not given)."""
     tz = UTC if use_tz else None
-    attempted = datetime.now(tz) if started is None else _moment(int(started * 1000), tz)
+    attempted = datetime.now(tz) if started is None else _moment(round(started * 1000), tz)
     return TaskResult(
         task=task,
         id=claim.job_id,
@@ -165,9 +168,15 @@ def running_result(
 
 
 def result_of(job: Job, policy: Policy) -> TaskResult[Any, Any]:
-    """The RUNNING ``TaskResult`` of a job that started."""
+    """The RUNNING ``TaskResult`` of a job that started. Its ``last_attempted_at``
+    is the claim's time on the server (its lease's deadline less the lease), the
+    time the row records as ``claimed``: the task sees what ``get_result`` reads
+    back, whatever the worker's clock says."""
     assert job.task is not None
-    return running_result(job.task, job.claim, policy.alias, policy.use_tz, job.started_at)
+    started = job.started_at
+    if policy.lease_ms and job.claim.deadline_ms > policy.lease_ms:
+        started = (job.claim.deadline_ms - policy.lease_ms) / 1000
+    return running_result(job.task, job.claim, policy.alias, policy.use_tz, started)
 
 
 def _moment(ms: int, tz: Any) -> datetime | None:

@@ -66,7 +66,7 @@ class Worker:
         self.worker_id = self.plan.worker_id
         self.policy = Policy(
             backend.alias, self.plan.retry_backoff, self.plan.retry_backoff_max,
-            self.plan.max_payload, bool(settings.USE_TZ),
+            self.plan.max_payload, bool(settings.USE_TZ), self.plan.lease_ms,
         )  # fmt: skip
         self.counts: dict[str, int] = {}
         self._signals_wanted = False
