@@ -297,3 +297,56 @@ def test_a_seq_that_is_no_number_refuses_enqueue_and_writes_nothing(
     with pytest.raises(CorruptKeyspace, match=r"emq:\{q\}:seq is a string"):
         queue.enqueue(A, TASK, job_id="one")
     assert dump(r) == before
+
+
+@pytest.mark.parametrize("held", ["0", "junk", None, "5"])
+def test_a_completion_that_fails_on_a_lane_key_gives_the_completed_count_back_exactly(
+    r: redis.Redis, queue: Queue, held: str | None
+) -> None:
+    """The count is the completion's first write (its guarded touch checks the
+    stats hash's type); a lane's active set of the wrong type met after it
+    fails the call, and the count goes back to what it held, garbage included
+    (a "0" and an absent field read alike: either may stand for the other)."""
+    queue.enqueue(A, TASK, job_id="one")
+    queue.enqueue(lane_id("USR", 2), TASK, job_id="two")
+    claims = queue.claim(LONG, turns=2, worker_id="w:1")
+    assert claims is not None
+    assert len(claims) == 2
+    if held is None:
+        r.hdel(queue.keys.stats, "completed")
+    else:
+        r.hset(queue.keys.stats, "completed", held)
+    r.delete(queue.keys.lane_active(lane_id("USR", 2)))
+    r.set(queue.keys.lane_active(lane_id("USR", 2)), "not a set")
+    before = dump(r)
+    with pytest.raises(CorruptKeyspace):
+        queue.complete_many([(c.job_id, c.token, None) for c in claims])
+    after = dump(r)
+    if held == "0":  # taken back as a field the count made: read as 0 alike
+        assert r.hget(queue.keys.stats, "completed") is None
+        kind, fields, ttl = before.pop(queue.keys.stats)
+        fields = {k: v for k, v in fields.items() if _name(k) != "completed"}
+        assert after.pop(queue.keys.stats) == (kind, fields, ttl)
+    assert after == before
+
+
+def _name(field: Any) -> str:
+    return field.decode() if isinstance(field, bytes) else str(field)
+
+
+def test_a_weighted_claim_that_fails_on_the_depth_index_keeps_the_saved_turn(
+    r: redis.Redis, queue: Queue
+) -> None:
+    """Nothing claimed, the claim fails naming the index; the rest of the lane's
+    weighted turn that an earlier claim saved is still there for the next one."""
+    queue.set_weight(A, 3)
+    for n in range(3):
+        queue.enqueue(A, TASK, job_id=f"j{n}")
+    assert len(queue.claim(LONG, worker_id="w:1", max_jobs=1) or []) == 1  # turn saved
+    assert r.hgetall(queue.keys.turn)
+    r.delete(queue.keys.depths)
+    r.set(queue.keys.depths, "not a zset")
+    before = dump(r)
+    with pytest.raises(CorruptKeyspace, match="depths"):
+        queue.claim(LONG, turns=4, worker_id="w:1")
+    assert dump(r) == before

@@ -233,7 +233,9 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   end
   if #C.leases > 0 then redis.call('ZADD', Q.active, unpack(C.leases)) end
   if ts and not broken then tsTurn(ts, turnLane) end  -- @timeshare: whose turn goes on
-  if weighted then
+  -- a claim that ends on a broken key with nothing claimed fails: the saved
+  -- turn stays as it was (nothing but the ring's rotation is written)
+  if weighted and not (broken and claimed == 0) then
     if turnLane then
       redis.call('HSET', Q.turn, 'lane', turnLane, 'credit', turnCredit)
     elseif savedCredit > 0 then

@@ -11,6 +11,7 @@
 -- @include "now_ms"
 -- @include "put_back_active"
 -- @include "release_unique_of"
+-- @include "take_back_count"
 -- @include "tenant_capped"
 -- @include "tenant_freed"
 -- @include "tenant_of"
@@ -105,14 +106,15 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   -- integer is mended, as addCount does); then the active sets, each guarded
   -- (see above), a failure among them taking the count back (a count that
   -- was 0 goes with its field: a queue that never completed a job has none).
+  -- (a failure taking the count back restores the field: includes/take_back_count.lua)
   local count = #done
-  local counted = redis.pcall('HINCRBY', Q.stats, 'completed', count)
+  local counted, mended = redis.pcall('HINCRBY', Q.stats, 'completed', count), nil
   if type(counted) == 'table' then
     if string.find(counted.err, 'WRONGTYPE', 1, true) then fail(Q.stats, counted.err) end
+    mended = redis.call('HGET', Q.stats, 'completed')
     redis.call('HSET', Q.stats, 'completed', count)
     counted = count
   end
-  local first = counted == count
   TYPE_CHECKED[Q.stats] = true  -- a claim in the same call need not check it
   local ids = {}
   for _, i in ipairs(done) do ids[#ids + 1] = argv[i] end
@@ -121,16 +123,14 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     local removed = redis.pcall('ZREM', laneActive, unpack(byLane[lane]))
     if type(removed) == 'table' then
       putBackActive(prefix, lanes, byLane, n - 1)
-      if first then redis.call('HDEL', Q.stats, 'completed')
-      else redis.call('HINCRBY', Q.stats, 'completed', -count) end
+      takeBackCount(Q.stats, 'completed', count, counted, mended)
       fail(laneActive, removed.err)
     end
   end
   local removed = redis.pcall('ZREM', Q.active, unpack(ids))
   if type(removed) == 'table' then
     putBackActive(prefix, lanes, byLane, #lanes)
-    if first then redis.call('HDEL', Q.stats, 'completed')
-    else redis.call('HINCRBY', Q.stats, 'completed', -count) end
+    takeBackCount(Q.stats, 'completed', count, counted, mended)
     fail(Q.active, removed.err)
   end
   TYPE_CHECKED[Q.active] = true  -- a claim in the same call need not check it
