@@ -33,7 +33,6 @@ from .engine.ids import validate_job_id, validate_queue_name
 from .engine.payload import encode_arguments
 from .engine.placement import shard_tags
 from .engine.queue import Queue
-from .engine.records import RUN_AFTER_PAST_LIMIT
 from .engine.rows import Row
 from .engine.shards import AnyQueue, open_queue
 from .exceptions import CorruptKeyspace, EnqueueError, InvalidArguments
@@ -243,10 +242,11 @@ class FairLanesBackend(BaseTaskBackend):
         run_after = task.run_after
         if run_after is not None and timezone.is_naive(run_after):
             run_after = timezone.make_aware(run_after)
-        if run_after is not None and run_after < timezone.now() - RUN_AFTER_PAST_LIMIT:
-            # Django's run_after is the earliest a task may run: long past is now
-            # (the engine refuses it as a likely mistake; the backend's contract is
-            # Django's, which validates only that it is aware).
+        if run_after is not None and run_after <= timezone.now():
+            # Django's run_after is the earliest a task may run: any time past is
+            # now (the engine refuses one over a day old as a likely mistake; the
+            # backend's contract is Django's, which validates only that it is
+            # aware), and the job's wait starts at its enqueue.
             run_after = None
         try:
             queue = self.engine(task.queue_name)
