@@ -151,13 +151,16 @@ def test_a_job_that_sigterms_its_worker_ends_dead_after_max_expiries(
     """The job SIGTERMs its worker and outlives the grace: each such stop counts
     against ``MAX_EXPIRIES`` (2 here) instead of releasing it uncounted, so it
     ends dead instead of stopping every worker it meets for ever. The jobs of
-    other lanes are never charged."""
+    other lanes are never charged, a long one running beside it past the grace
+    included (only the job that sent the signal is)."""
     workers = Workers(
         settings.EMQ["URL"], tmp_path, {"EMQ_TEST_SETTINGS": json.dumps({"MAX_EXPIRIES": 2})}
     )
     q = backend().queue("default")
     stopper = enqueue_for(A, hostile_sigterm.terminates_its_worker_and_stays, "stopper")
     others = [enqueue_for(lane_id("USR", 2), chaos_tasks.tick, f"other-{i}") for i in range(6)]
+    # a long job of another lane, running beside the stopper past the grace: released
+    others.append(enqueue_for(lane_id("USR", 3), chaos_tasks.nap, "long", 2.5))
 
     def over() -> bool:
         return state(q, stopper.id) == "dead" and all(state(q, j.id) == "done" for j in others)

@@ -46,6 +46,7 @@ from .jobs import Coroutines, Job
 from .logs import Lines, job_line
 from .options import Plan
 from .outcomes import CALL_ERRORS, Outcomes, Success
+from .self_stop import running_job
 from .shard import Shard
 from .signals import listening, send_batch
 from .spawned import Spawned
@@ -220,6 +221,7 @@ class Core:
 
     async def _run_async(self, job: Job) -> None:
         assert job.task is not None
+        running_job.set(job.job_id)  # this task's own context: gone with it
         outcome: Outcome
         try:
             outcome = await aexecute(job.task, job.claim, job.result, self.policy)

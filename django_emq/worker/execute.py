@@ -36,6 +36,7 @@ from ..engine.records import Claim
 from ..exceptions import CorruptJob, InvalidArguments, JobCancelled
 from ..jobs import stop_when_cancelled
 from .jobs import Job
+from .self_stop import running_job
 from .signals import listening
 
 logger = logging.getLogger("django_emq.worker")
@@ -246,6 +247,7 @@ def _run_sync(job: Job, policy: Policy, signals: bool, fresh: bool) -> Outcome:
     assert task is not None
     job.started = time.monotonic()
     job.started_at = time.time()
+    running = running_job.set(job.job_id)
     try:
         try:
             if fresh:
@@ -258,6 +260,8 @@ def _run_sync(job: Job, policy: Policy, signals: bool, fresh: bool) -> Outcome:
             close_old_connections()
     except BaseException as exc:  # a bug around the task: the job fails, not the thread
         return failed(exc, job.claim.token, policy)
+    finally:
+        running_job.reset(running)
 
 
 async def aexecute(

@@ -51,7 +51,12 @@ LEFT_BEHIND_AFTER = 1.0
 
 
 async def wind_down(
-    core: Core, grace_s: float, *, crashed: bool = False, by_a_job: bool = False
+    core: Core,
+    grace_s: float,
+    *,
+    crashed: bool = False,
+    by_a_job: bool = False,
+    culprit: str | None = None,
 ) -> float:
     """Hand back the jobs claimed ahead, give running ones ``grace_s`` (the beat
     goes on extending them), then cancel the coroutine jobs still running, record
@@ -60,8 +65,8 @@ async def wind_down(
     share it, see :func:`last_calls`). ``crashed`` (a duty failed: perhaps the
     beat, perhaps broken by a running job): no grace, and the jobs still running
     are expired, not released. ``by_a_job`` (the stop signal came from the
-    worker's own code): the grace, then the jobs still running are expired, not
-    released."""
+    worker's own code): the grace, then the job that sent it (``culprit``, when
+    known; else every job) is expired if it still runs, not released."""
     if crashed:
         grace_s = 0.0
     deadline = time.monotonic() + grace_s
@@ -80,7 +85,9 @@ async def wind_down(
             await core.outcomes.flush_all()
             await core.tasks.settle()
             left = [job for job in core.held.values() if not job.settled]
-            charged = [job for job in left if (crashed or by_a_job) and job.started]
+            charged = [
+                job for job in left if job.started and _at_fault(job, crashed, by_a_job, culprit)
+            ]
             why = STOPPED_BY_A_JOB if by_a_job and not crashed else BROKEN
             await asyncio.gather(
                 *(core.release(job) for job in left if job not in charged),
@@ -92,6 +99,15 @@ async def wind_down(
             "the grace; their leases will expire and be reaped", STOP_MARGIN,
         )  # fmt: skip
     return margin_end
+
+
+def _at_fault(job: Job, crashed: bool, by_a_job: bool, culprit: str | None) -> bool:
+    """Whether ``job``, still running past the grace, is charged an expiry: every
+    job when the worker failed; the job that signalled the stop (every job when
+    the signal came from code that ran none)."""
+    if crashed:
+        return True
+    return by_a_job and (culprit is None or job.job_id == culprit)
 
 
 async def last_calls(calls: Sequence[Awaitable[Any]], by: float) -> None:

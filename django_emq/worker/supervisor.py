@@ -121,10 +121,13 @@ class Worker:
 
     def _signalled(self, signum: int) -> None:
         if self._self_stop.sent:
+            by = self._self_stop.sent_by
             logger.warning(
-                "signal %s sent by this worker's own code (thread %s): no new claims; "
-                "finishing running jobs; those still running after the grace are counted "
-                "as expiries, not released", signum, self._self_stop.sent_from,
+                "signal %s sent by this worker's own code (thread %s, %s): no new claims; "
+                "finishing running jobs; %s still running after the grace %s counted "
+                "as an expiry, not released", signum, self._self_stop.sent_from,
+                f"job {by}" if by else "no job's", f"job {by} if" if by else "those",
+                "is" if by else "are",
             )  # fmt: skip
         else:
             logger.info("signal %s: no new claims; finishing running jobs", signum)
@@ -239,7 +242,11 @@ class Worker:
             core.stopping = True
             duties[0].cancel()
             margin_end = await wind_down(
-                core, p.grace_s, crashed=self._crash is not None, by_a_job=self._self_stop.sent
+                core,
+                p.grace_s,
+                crashed=self._crash is not None,
+                by_a_job=self._self_stop.sent,
+                culprit=self._self_stop.sent_by,
             )
             for task in duties[1:]:
                 task.cancel()
