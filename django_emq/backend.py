@@ -117,20 +117,13 @@ class FairLanesBackend(BaseTaskBackend):
 
     def _shared_queues(self) -> list[tuple[str, str]]:
         """(queue, other alias) for each queue another FairLanesBackend serves too."""
-        from django.tasks import task_backends
-        from django.tasks.exceptions import InvalidTaskBackend
-
-        if self.alias not in task_backends.settings:  # built by hand, not from TASKS
+        backends = fair_backends()
+        if self.alias not in backends:  # built by hand, not from TASKS
             return []
         shared = []
-        for alias in task_backends.settings:
-            try:
-                other = task_backends[alias]
-            except InvalidTaskBackend:  # Django's own check reports it
-                continue
-            if alias == self.alias or not isinstance(other, FairLanesBackend):
-                continue
-            shared += [(name, alias) for name in sorted(self.queues & other.queues)]
+        for alias, other in backends.items():
+            if alias != self.alias:
+                shared += [(name, alias) for name in sorted(self.queues & other.queues)]
         return shared
 
     def queue(self, name: str) -> Queue:
@@ -359,30 +352,36 @@ def unlisted_schedule_queues() -> set[str]:
     ``FairLanesBackend`` in ``TASKS`` lists in its ``QUEUES``: those a backend
     with ``QUEUES: []`` serves for them (system check ``emq.E010`` reports one
     when there is no such backend)."""
-    from django.tasks import task_backends
-    from django.tasks.exceptions import InvalidTaskBackend
-
     from .schedules import schedules
 
     listed: set[str] = set()
+    for other in fair_backends().values():
+        listed |= other.queues
+    return {s.queue for s in schedules(emq_settings().schedules).values()} - listed
+
+
+def fair_backends() -> dict[str, FairLanesBackend]:
+    """Every ``FairLanesBackend`` in ``TASKS``, by alias, in ``TASKS`` order; an
+    alias that cannot be built is passed over (Django's own check reports it)."""
+    from django.tasks import task_backends
+    from django.tasks.exceptions import InvalidTaskBackend
+
+    found: dict[str, FairLanesBackend] = {}
     for alias in task_backends.settings:
         try:
-            other = task_backends[alias]
-        except InvalidTaskBackend:  # Django's own check reports it
+            backend = task_backends[alias]
+        except InvalidTaskBackend:
             continue
-        if isinstance(other, FairLanesBackend):
-            listed |= other.queues
-    return {s.queue for s in schedules(emq_settings().schedules).values()} - listed
+        if isinstance(backend, FairLanesBackend):
+            found[alias] = backend
+    return found
 
 
 def configured_queues() -> dict[str, FairLanesBackend]:
     """Every queue of every ``FairLanesBackend`` in ``TASKS``, by name (for a
     backend with ``QUEUES: []``, the registry's: read from the server)."""
-    from django.tasks import task_backends
-
     found: dict[str, FairLanesBackend] = {}
-    for backend in task_backends.all():
-        if isinstance(backend, FairLanesBackend):
-            for name in backend.served_queues():
-                found.setdefault(name, backend)
+    for backend in fair_backends().values():
+        for name in backend.served_queues():
+            found.setdefault(name, backend)
     return dict(sorted(found.items()))

@@ -182,19 +182,9 @@ def check_schedules(
 def _served_queues() -> set[str] | None:
     """Every queue name a ``FairLanesBackend`` in ``TASKS`` serves; ``None`` when
     one serves any name (``QUEUES: []``)."""
-    from django.tasks import task_backends
-    from django.tasks.exceptions import InvalidTaskBackend
+    from .backend import fair_backends
 
-    from .backend import FairLanesBackend
-
-    backends = []
-    for alias in task_backends.settings:
-        try:
-            backend = task_backends[alias]
-        except InvalidTaskBackend:  # Django's own check reports it
-            continue
-        if isinstance(backend, FairLanesBackend):
-            backends.append(backend)
+    backends = list(fair_backends().values())
     if any(b.serves_any_queue for b in backends):
         return None
     return {name for backend in backends for name in backend.queues}

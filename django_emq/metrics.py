@@ -25,6 +25,7 @@ from .backend import configured_queues
 from .conf import emq_settings
 from .engine import browse, history
 from .engine.exceptions import CorruptKeyspace
+from .engine.history import read_count
 from .engine.payload import text
 from .engine.shards import AnyQueue
 
@@ -57,7 +58,7 @@ def _counters(queue: AnyQueue) -> dict[str, int]:
     for shard in queue.shards:
         raw = shard.connection.hmget(shard.keys.stats, list(COUNTERS))
         for name, value in zip(COUNTERS, raw, strict=True):
-            totals[name] += history.read_count(value)  # a hand-edited count reads as 0
+            totals[name] += read_count(value)  # a hand-edited count reads as 0
     return totals
 
 

@@ -29,6 +29,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from .engine.exceptions import CorruptJob
+from .engine.history import read_count
 from .engine.payload import decode
 from .engine.records import MAX_ATTEMPTS_LIMIT
 from .engine.rows import Row, worker_ids
@@ -184,7 +185,7 @@ def result_from_row(
     result that is not JSON, or a count of claims no job reaches. Other odd
     fields read leniently (a moment that is no number reads as unset)."""
     state = row.get(Row.STATE, "")
-    attempts = _count(row.get(Row.ATTEMPTS))
+    attempts = read_count(row.get(Row.ATTEMPTS))
     if attempts > MOST_CLAIMS:
         raise CorruptJob(
             job_id,
@@ -216,14 +217,6 @@ def result_from_row(
             ) from None
         object.__setattr__(result, "_return_value", value)
     return result
-
-
-def _count(value: str | None) -> int:
-    """A counter kept on a row; 0 when it is missing or unreadable."""
-    try:
-        return max(0, int(value or 0))
-    except ValueError:
-        return 0
 
 
 def _lenient[T](text: str | None, kind: type[T]) -> T:

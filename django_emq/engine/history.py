@@ -29,12 +29,6 @@ from .tally import BUCKETS, HOUR_MS, MINUTE_MS, bucket_upper_ms
 COUNTERS = ("enq", "done", "dead", "cancel", "retry")
 
 
-def read_count(value: object) -> int:
-    """A count read from a history hash: 0 when it is unreadable or below
-    zero (a hand edit), so one damaged field never fails a whole read."""
-    return max(0, lenient_int(value))
-
-
 def _bucket(digits: str) -> int | None:
     """The wait bucket ``digits`` names; ``None`` unless it is one."""
     if digits.isascii() and digits.isdigit() and int(digits) < BUCKETS:
@@ -70,6 +64,13 @@ def percentile(histogram: Mapping[int, int], fraction: float) -> float | None:
         if seen >= fraction * total:
             return bucket_upper_ms(bucket)
     return bucket_upper_ms(max(histogram))
+
+
+def read_count(value: object) -> int:
+    """A count read from the server (a history hash's field, a row's counter):
+    0 when it is missing, unreadable or below zero (a hand edit), so one
+    damaged field never fails a whole read."""
+    return max(0, lenient_int(value))
 
 
 @dataclass
