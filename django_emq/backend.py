@@ -30,7 +30,7 @@ from .connection import get_connection
 from .engine.client import Client
 from .engine.exceptions import unreachable
 from .engine.ids import validate_job_id, validate_queue_name
-from .engine.payload import encode_arguments
+from .engine.payload import encode_arguments, text
 from .engine.placement import shard_tags
 from .engine.queue import Queue
 from .engine.rows import Row
@@ -338,7 +338,7 @@ def registered_queues(connection: Client) -> list[str]:
     except redis.ResponseError as exc:
         raise _damaged_registry(exc) from exc
     for raw in members:
-        name = raw.decode() if isinstance(raw, bytes) else str(raw)
+        name = text(raw)  # a member that is not UTF-8 reads as no queue name
         try:
             validate_queue_name(name)
         except ValueError:

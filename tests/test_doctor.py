@@ -248,7 +248,7 @@ def test_emq_doctor_removes_registry_names_of_queues_holding_nothing(
     anyq = _anyq(settings)
     with in_lane(A):
         job = tasks.add.using(backend="anyq", queue_name="photos").enqueue(1, 2)
-    emq.sadd(QUEUE_REGISTRY, "ghost", "idle", "bad name!")
+    emq.sadd(QUEUE_REGISTRY, "ghost", "idle", "bad name!", b"\xff\xfe")  # the last: no UTF-8
     emq.hset(anyq.engine("idle").shards[0].keys.workers, "w:1", "{}")
     with pytest.raises(CommandError) as raised:
         call_command("emq_doctor")
@@ -258,11 +258,11 @@ def test_emq_doctor_removes_registry_names_of_queues_holding_nothing(
     assert "registry-empty: idle" in out
     assert "registry-name: emq:queues (not a queue name: 'bad name!')" in out
     assert "registry-empty: photos" not in out
-    assert _registry(emq) == {"photos", "ghost", "idle", "bad name!"}  # the audit changed nothing
+    assert len(emq.smembers(QUEUE_REGISTRY)) == 5  # the audit changed nothing
 
     call_command("emq_doctor", "--repair")
     out = capsys.readouterr().out
-    assert "emq:queues: mended 3 thing(s)" in out
+    assert "emq:queues: mended 4 thing(s)" in out
     assert "emq:queues: 1 names; after the repair: 0 problem(s)" in out
     assert _registry(emq) == {"photos"}
     assert anyq.get_result(job.id) == job

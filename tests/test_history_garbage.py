@@ -41,13 +41,20 @@ def finish_three(q: Queue) -> list[str]:
 
 def vandalise(r: redis.Redis, q: Queue) -> tuple[str, str]:
     """Garbage in this minute's hash, this hour's lane waits and the finished
-    window; the two hashes' keys."""
+    window (one entry of each not even UTF-8); the two hashes' keys."""
     seconds, _ = r.time()
     minute, hour = q.keys.minute(int(seconds) // 60), q.keys.lane_waits(int(seconds) // 3600)
     r.hset(minute, mapping=GARBAGE)
     r.hset(hour, mapping={f"{lane(1)}:zz": "1", "nolane": "2", f"{lane(1)}:5": "x"})
     r.zadd(q.keys.finished, {"../x": 1})
+    for key in (minute, hour):
+        r.hset(key, NOT_UTF8, "1")
+    r.zadd(q.keys.finished, {NOT_UTF8: 2})
     return minute, hour
+
+
+#: A field or member that is not UTF-8 (reported with U+FFFD, removed as held).
+NOT_UTF8 = b"\xff\xfe"
 
 
 def test_the_metrics_stats_charts_and_job_list_read_garbage_as_absent(
@@ -72,7 +79,7 @@ def test_the_doctor_reports_history_garbage_and_a_repair_removes_only_it(
 ) -> None:
     done = finish_three(q)
     minute, hour = vandalise(emq, q)
-    names = {name.encode() for name in GARBAGE}
+    names = {name.encode() for name in GARBAGE} | {NOT_UTF8}
     kept_minute = {k: v for k, v in emq.hgetall(minute).items() if k not in names}
     before = emq.hgetall(hour)
     report = Doctor(q).audit()
@@ -80,15 +87,17 @@ def test_the_doctor_reports_history_garbage_and_a_repair_removes_only_it(
     assert {("history", name) for name in GARBAGE} <= found
     assert {("history", f"{lane(1)}:zz"), ("history", "nolane"), ("history", "../x")} <= found
     assert ("history", f"{lane(1)}:5") in found
-    assert report.problems == 8
-    assert len(emq.hgetall(minute)) == len(kept_minute) + len(GARBAGE), "the audit changes nothing"
+    assert report.problems == 11
+    assert len(emq.hgetall(minute)) == len(kept_minute) + len(GARBAGE) + 1, (
+        "the audit changes nothing"
+    )
 
     mended, after = Doctor(q).repair()
-    assert mended.mended == 8
+    assert mended.mended == 11
     assert all("removed" in f.detail for f in mended.findings)
     assert after.clean
     assert emq.hgetall(minute) == kept_minute
-    garbage = {f"{lane(1)}:zz".encode(), b"nolane", f"{lane(1)}:5".encode()}
+    garbage = {f"{lane(1)}:zz".encode(), b"nolane", f"{lane(1)}:5".encode(), NOT_UTF8}
     assert emq.hgetall(hour) == {k: v for k, v in before.items() if k not in garbage}
     assert sorted(emq.zrange(q.keys.finished, 0, -1)) == sorted(j.encode() for j in done)
 

@@ -56,22 +56,23 @@ def _flaw(known: Callable[[str], bool], name: str, value: object) -> str | None:
 def check(r: Any, keys: QueueKeys, key: str, batch: int, found: Found, repair: bool) -> int:
     """Report each garbage entry of history key ``key`` through ``found``; with
     ``repair``, remove them. Returns how many were removed."""
+    # Each entry is removed as the server holds it (raw): one that is not UTF-8
+    # is shown with U+FFFD in its report, and removed all the same.
     if key == keys.finished:
-        members = (text(m) for m, _ in r.zscan_iter(key, count=batch))
-        bad = [m for m in members if not is_job_id(m)]
+        bad = [m for m, _ in r.zscan_iter(key, count=batch) if not is_job_id(text(m))]
         for member in bad:
-            found("history", member, f"in {key}: no job id" + (", removed" if repair else ""))
+            found("history", text(member), f"in {key}: no job id" + (", removed" if repair else ""))
         return _remove(r, key, bad, batch, r.zrem) if repair else 0
     known = _minute_field if key.removeprefix(keys.prefix).startswith("m:") else _lane_field
-    fields = ((text(f), v) for f, v in r.hscan_iter(key, count=batch))
-    garbage = [(name, flaw) for name, v in fields if (flaw := _flaw(known, name, v)) is not None]
+    fields = r.hscan_iter(key, count=batch)
+    garbage = [(f, flaw) for f, v in fields if (flaw := _flaw(known, text(f), v)) is not None]
     for name, flaw in garbage:
-        found("history", name, f"in {key}: {flaw}" + (", removed" if repair else ""))
+        found("history", text(name), f"in {key}: {flaw}" + (", removed" if repair else ""))
     names = [name for name, _ in garbage]
     return _remove(r, key, names, batch, r.hdel) if repair else 0
 
 
-def _remove(r: Any, key: str, names: list[str], batch: int, command: Any) -> int:
+def _remove(r: Any, key: str, names: list[Any], batch: int, command: Any) -> int:
     removed = 0
     it = iter(names)
     while chunk := list(islice(it, batch)):

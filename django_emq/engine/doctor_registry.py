@@ -89,13 +89,16 @@ class RegistryDoctor:
             rebuilt = self._rebuild()
             detail = f"a {kind}, not a set: deleted, rebuilt from the keyspace: {rebuilt} name(s)"
             report.add(Finding("registry-type", self.key, detail))
-        for name in sorted(text(m) for m in self.r.smembers(self.key)):
+        # each member read as text, removed as the server holds it (one that is
+        # not UTF-8 shows U+FFFD in its report and is removed all the same)
+        for raw in sorted(self.r.smembers(self.key), key=text):
+            name = text(raw)
             report.keys += 1
             try:
                 validate_queue_name(name)
             except ValueError:
                 report.add(Finding("registry-name", self.key, f"not a queue name: {name!r}"))
-                if repair and self.r.srem(self.key, name):
+                if repair and self.r.srem(self.key, raw):
                     report.mended += 1
                 continue
             if self._holds_keys(name):
