@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponseBase
+from django.http import Http404, HttpRequest, HttpResponseBase, HttpResponseNotAllowed
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -44,6 +44,15 @@ class ConsoleAdmin(ModelAdmin):
 
     def has_manage_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(MANAGE_PERMISSION)
+
+    def refuse_unless_managing(self, request: HttpRequest) -> HttpResponseBase | None:
+        """What an action view answers a request it must not act on: without the
+        manage permission, ``PermissionDenied``; not a POST, a 405; else ``None``."""
+        if not self.has_manage_permission(request):
+            raise PermissionDenied
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        return None
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

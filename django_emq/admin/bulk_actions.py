@@ -10,12 +10,10 @@ from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import (
     Http404,
     HttpRequest,
     HttpResponseBase,
-    HttpResponseNotAllowed,
     HttpResponseRedirect,
 )
 from django.template.response import TemplateResponse
@@ -83,10 +81,8 @@ class BulkActionViews(ConsoleAdmin):
     ) -> HttpResponseBase:
         """One bulk action on a queue's jobs: POST shows what it will do, the
         confirmed POST does it."""
-        if not self.has_manage_permission(request):
-            raise PermissionDenied
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+        if (refused := self.refuse_unless_managing(request)) is not None:
+            return refused
         form_class = self.BULK.get(action)
         if form_class is None:
             raise Http404(_("No bulk action %(action)s.") % {"action": action})

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import (
     Http404,
     HttpRequest,
     HttpResponseBase,
-    HttpResponseNotAllowed,
     HttpResponseRedirect,
 )
 from django.template.response import TemplateResponse
@@ -76,10 +74,8 @@ class JobActionViews(ConsoleAdmin):
         self, request: HttpRequest, queue_name: str, job_id: str, action: str
     ) -> HttpResponseBase:
         """Run one action on one job (POST only)."""
-        if not self.has_manage_permission(request):
-            raise PermissionDenied
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+        if (refused := self.refuse_unless_managing(request)) is not None:
+            return refused
         queue = self._queue(queue_name)
         try:
             validate_job_id(job_id)
@@ -206,10 +202,8 @@ class JobActionViews(ConsoleAdmin):
     ) -> HttpResponseBase:
         """Retry or delete a queue's dead jobs, selected or all: the first POST
         shows what would change, the confirmed one changes it."""
-        if not self.has_manage_permission(request):
-            raise PermissionDenied
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+        if (refused := self.refuse_unless_managing(request)) is not None:
+            return refused
         if action not in ("retry", "delete"):
             raise Http404(_("No dead-jobs action %(action)s.") % {"action": action})
         queue = self._queue(queue_name)

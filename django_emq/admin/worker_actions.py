@@ -7,12 +7,10 @@ confirmation page, the confirmed one asks; a GET changes nothing."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import (
     HttpRequest,
     HttpResponse,
     HttpResponseBase,
-    HttpResponseNotAllowed,
     HttpResponseRedirect,
 )
 from django.template.response import TemplateResponse
@@ -88,10 +86,8 @@ class WorkerActionViews(ConsoleAdmin):
         self, request: HttpRequest, queue_name: str, worker_id: str
     ) -> HttpResponseBase:
         """Ask one worker of a queue to stop after its current jobs."""
-        if not self.has_manage_permission(request):
-            raise PermissionDenied
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+        if (refused := self.refuse_unless_managing(request)) is not None:
+            return refused
         queue = self._queue(queue_name)
         back = self._url("workers")
         worker_id = worker_id[:MAX_WORKER_ID]
