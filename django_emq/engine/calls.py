@@ -169,20 +169,7 @@ def complete_claim(
 def retry(
     k: QueueKeys, job_id: str, token: int, error: str, delay_ms: int, dead: bool, history: int
 ) -> Call:
-    keys = [
-        k.ring,
-        k.on_ring,
-        k.active,
-        k.schedule,
-        k.dead,
-        k.paused,
-        k.ceilings,
-        k.inflight,
-        k.depths,
-        k.stats,
-        k.wake,
-        k.job(job_id),
-    ]
+    keys = [*k.job_sets, k.job(job_id)]
     mode = "dead" if dead else "retry"
     return Call("retry", keys, [k.prefix, job_id, token, error, delay_ms, mode, history])
 

@@ -31,20 +31,7 @@ def audit_ring(k: QueueKeys, limit: int) -> Call:
 
 def mend_jobs(k: QueueKeys, found: Sequence[tuple[str, str, str]]) -> Call:
     """Put each ``(job_id, set it was found in or '', that set's lane or '')`` right."""
-    keys = [
-        k.ring,
-        k.on_ring,
-        k.active,
-        k.schedule,
-        k.dead,
-        k.paused,
-        k.ceilings,
-        k.inflight,
-        k.depths,
-        k.stats,
-        k.wake,
-    ]
-    return Call("mend_jobs", keys, [k.prefix, *(part for entry in found for part in entry)])
+    return Call("mend_jobs", k.job_sets, [k.prefix, *(part for entry in found for part in entry)])
 
 
 def mend_lanes(k: QueueKeys, names: Sequence[tuple[str, str]]) -> Call:

@@ -70,6 +70,25 @@ class QueueKeys:
         return self._k("weights")
 
     @property
+    def job_sets(self) -> list[str]:
+        """The queue's keys a call that moves jobs between its sets (pending,
+        active, scheduled, dead) writes, in the order ``retry-12.lua`` and
+        ``mend_jobs-11.lua`` take them."""
+        return [
+            self.ring,
+            self.on_ring,
+            self.active,
+            self.schedule,
+            self.dead,
+            self.paused,
+            self.ceilings,
+            self.inflight,
+            self.depths,
+            self.stats,
+            self.wake,
+        ]
+
+    @property
     def turn(self) -> str:
         """Hash: ``lane``, ``credit``: the rest of the head lane's weighted turn
         when a claim cut it short (see ``lua/includes/claim_turns.lua``)."""
