@@ -156,9 +156,11 @@ def emq_variant(
     claim: int,
     fairness: str = "count",
     evalsha: bool = False,
+    history_on: bool = True,
 ) -> Variant:
     """django-emq's hot path; ``evalsha``: by ``EVALSHA``, as where the server
-    has no Functions (Redis 6.2) or the ACL refuses them."""
+    has no Functions (Redis 6.2) or the ACL refuses them; ``history_on`` False:
+    the history is never sent (``bench/cost_levers.py``: what it costs)."""
     queue = Queue("q", connection=r, fairness=fairness)
     if evalsha:
         queue.runner.steps.fall_back()
@@ -172,14 +174,15 @@ def emq_variant(
     for src in sources().values():
         r.script_load(src.source)
 
-    history = History(queue)
+    history = History(queue) if history_on else None
 
     def step(previous: list[Any]) -> list[Any]:
         outcomes = encode_outcomes([(c.job_id, c.token, None) for c in previous])
         call = queue.complete_claim_call(outcomes, ClaimRequest(LEASE_MS, claim, "w:1", claim))
         claims, errors = queue.runner.run(ops.claimed_with(call))
         assert not any(errors), errors
-        history.after(previous, claims, errors)
+        if history is not None:
+            history.after(previous, claims, errors)
         return claims
 
     return Variant(name, r, step)
