@@ -169,3 +169,80 @@ def test_a_deferred_jobs_wait_starts_when_it_becomes_due(emq: redis.Redis) -> No
     done = filled({text(k): text(v) for k, v in emq.hgetall(queue.keys.job(result.id)).items()})
     assert int(done["due"]) == due
     assert job_facts(done, started)["waited"] == short_duration(started - due)
+
+
+def recorded_now(queue: Queue, built: Any) -> int:
+    """Run one record call; its answer (first starts that waited from their due time)."""
+    (moved,) = queue.runner.run_many([ops.Op(built, int)])
+    assert not isinstance(moved, Exception), moved
+    return int(moved)
+
+
+def test_lane_waits_add_up_one_read_and_one_write_per_hour(r: redis.Redis, queue: Queue) -> None:
+    """A call's lane counts, once and more than once, add to what the hour
+    holds; the hour's fields are read by one HMGET and written by one HSET,
+    however many lanes (with many lanes a round holds each about once)."""
+    hour = 480_000
+    key = queue.keys.lane_waits(hour)
+    r.hset(key, f"{A}:4", 5)
+    counts = [((hour, f"{A}:4"), 3), ((hour, f"{A}:6"), 1)]
+    counts += [((hour, f"{lane(n)}:2"), 1) for n in range(3, 103)]
+    r.config_resetstat()
+    assert recorded_now(queue, record_history(queue.keys, [], [], counts, [])) == 0
+    stats: dict[str, dict[str, Any]] = r.info("commandstats")
+    assert (stats["cmdstat_hmget"]["calls"], stats["cmdstat_hset"]["calls"]) == (1, 1)
+    assert "cmdstat_hincrby" not in stats
+    held = {text(k): int(v) for k, v in r.hgetall(key).items()}
+    assert held == {f"{A}:4": 8, f"{A}:6": 1} | {f"{lane(n)}:2": 1 for n in range(3, 103)}
+    assert 0 < r.pttl(key) <= 2 * 3600 * 1000
+
+
+def test_a_hand_edited_lane_wait_drops_its_count_and_fails_nothing(
+    r: redis.Redis, queue: Queue
+) -> None:
+    """A lane wait field that holds no whole number keeps what it holds (the
+    doctor reports it) and its count is dropped, the other fields' land; an
+    hour's key of another type fails nothing either: the minute's counts and
+    the finished window still land."""
+    hour = 480_000
+    key = queue.keys.lane_waits(hour)
+    r.hset(key, mapping={f"{A}:4": "x", f"{A}:5": "1.5"})
+    counts = [((hour, f"{A}:4"), 2), ((hour, f"{A}:5"), 1), ((hour, f"{B}:4"), 1)]
+    assert recorded_now(queue, record_history(queue.keys, [], [], counts, [])) == 0
+    held = {text(k): text(v) for k, v in r.hgetall(key).items()}
+    assert held == {f"{A}:4": "x", f"{A}:5": "1.5", f"{B}:4": "1"}
+    r.delete(key)
+    r.set(key, "not a hash")
+    waits = [((hour * 60, 4), 1)]
+    built = record_history(queue.keys, ["J1"], waits, counts, [])
+    assert recorded_now(queue, built) == 0
+    assert text(r.get(key)) == "not a hash"
+    assert r.hget(queue.keys.minute(hour * 60), "w4") == b"1"
+    assert [text(m) for m in r.zrange(queue.keys.finished, 0, -1)] == ["J1"]
+
+
+def test_only_deferred_first_starts_move_to_their_due_times_bucket(
+    r: redis.Redis, queue: Queue
+) -> None:
+    """The first starts travel in one argument; when the queue holds promoted
+    jobs waiting for their first start, those among them are found, their
+    counts moved to the bucket of their wait from their due time, and their
+    entries leave the due set (the others' stay)."""
+    hour, start = 480_000, 480_000 * 3_600_000 + 5_000
+    minute = start // 60_000
+    firsts = [("J1", A, start, 30), ("J2", B, start, 30), ("J3", A, start, 30)]
+    r.zadd(queue.keys.due_at, {"J1": start - 100, "J3": start, "J9": 1})
+    waits = [((minute, 30), 3)]
+    counts = [((hour, f"{A}:30"), 2), ((hour, f"{B}:30"), 1)]
+    assert recorded_now(queue, record_history(queue.keys, [], waits, counts, firsts)) == 2
+    assert {text(k): int(v) for k, v in r.hgetall(queue.keys.minute(minute)).items()} == {
+        "w30": 1,
+        f"w{wait_bucket(100)}": 1,
+        "w0": 1,
+    }
+    assert {text(k): int(v) for k, v in r.hgetall(queue.keys.lane_waits(hour)).items()} == {
+        f"{B}:30": 1,
+        f"{A}:{wait_bucket(100)}": 1,
+        f"{A}:0": 1,
+    }
+    assert [text(m) for m in r.zrange(queue.keys.due_at, 0, -1)] == ["J9"]

@@ -147,12 +147,17 @@ def record_history(
     args: list[str | int | bytes] = [k.prefix, len(finished), *finished, len(waits)]
     for (minute, bucket), n in waits:
         args += (minute, bucket, n)
-    hours: dict[int, list[str | int]] = {}
+    hours: dict[int, list[tuple[str, int]]] = {}
     for (hour, name), n in lane_waits:
-        hours.setdefault(hour, []).extend((name, n))
+        hours.setdefault(hour, []).append((name, n))
     args.append(len(hours))
     for hour, counts in hours.items():
-        args += (hour, len(counts) // 2, *counts)
-    args.append(len(firsts))
-    args += (" ".join(map(str, first)) for first in firsts)
+        # the fields counted more than once first, then their counts: a field
+        # counted once (most) is one argument
+        counts.sort(key=lambda count: count[1] == 1)
+        more = [n for _, n in counts if n != 1]
+        args += (hour, len(counts), len(more), *(name for name, _ in counts), *more)
+    # one argument for all of them: the script reads them only when a queue
+    # defers jobs, and one string costs the server less than one per job
+    args += (len(firsts), ",".join(" ".join(map(str, first)) for first in firsts))
     return Call("record_history", [k.finished, k.due_at], args)

@@ -21,14 +21,18 @@
   ARGV[..] nw triples  minute (epoch ms // 60000), bucket, count: jobs whose
                      first start fell in that minute with a wait in that bucket
   ARGV[..] nh        how many hours of lane wait counts follow, each:
-           hour (epoch ms // 3600000), m, then m pairs '<lane>:<bucket>', count
-  ARGV[..] ns        how many first starts follow
-  ARGV[..] ns firsts '<id> <lane> <start ms> <bucket>', one argument each (most
-                     calls do not read them): each job counted above, by
-                     the wait from its enqueue. One found in KEYS[2] was
-                     deferred: its wait begins at its due time instead, and
-                     its counts move to that wait's bucket (its entry leaves
-                     KEYS[2]). Read only when KEYS[2] holds any job.
+           hour (epoch ms // 3600000), m, k, then m fields '<lane>:<bucket>',
+           then k counts: the first k fields' (each other field counts 1, as
+           most do: one argument per field)
+  ARGV[..] ns        how many first starts the next argument holds
+  ARGV[..] firsts    ns entries '<id> <lane> <start ms> <bucket>' joined by
+                     ',', in one argument (most calls never read them: one
+                     string is made of them, not one per job): each job
+                     counted above, by the wait from its enqueue. One found
+                     in KEYS[2] was deferred: its wait begins at its due time
+                     instead, and its counts move to that wait's bucket (its
+                     entry leaves KEYS[2]). Read only when KEYS[2] holds any
+                     job.
 
   Every write goes through redis.pcall and its errors are dropped, as in
   includes/history.lua: the history is a by-product, and a damaged history
@@ -70,27 +74,47 @@ for _ = 1, tonumber(nextArg()) do
   counted(prefix .. 'm:' .. minute, 'w' .. bucket, n, METRIC_TTL_MS)
 end
 
--- the lanes' counts, an hour at a time: the hour's key is built and its TTL
--- set once, then one HINCRBY per count
+-- the lanes' counts, an hour at a time: the hour's fields are read by one
+-- HMGET and written back added up by one HSET (with many lanes a round holds
+-- each lane about once: one HINCRBY per field would be one command per job).
+-- A field holding no whole number (edited by hand) is left as it is and its
+-- count dropped, as HINCRBY would refuse it; the doctor reports it.
 for _ = 1, tonumber(nextArg()) do
-  local key, m = prefix .. 'lw:' .. nextArg(), tonumber(nextArg())
-  for _ = 1, m do
-    redis.pcall('HINCRBY', key, ARGV[at], ARGV[at + 1])
-    at = at + 2
+  local key = prefix .. 'lw:' .. nextArg()
+  local m, k = tonumber(nextArg()), tonumber(nextArg())
+  local fields, counts = at, at + m
+  at = counts + k
+  local old = redis.pcall('HMGET', key, unpack(ARGV, fields, counts - 1))
+  if type(old) == 'table' and not old.err then
+    local sets = {}
+    for i = 1, m do
+      local n = 1
+      if i <= k then n = tonumber(ARGV[counts + i - 1]) end
+      local value = old[i]
+      if value then
+        value = string.match(value, '^-?%d+$') and #value < 16 and tonumber(value)
+      else
+        value = 0
+      end
+      if value then
+        sets[#sets + 1] = ARGV[fields + i - 1]
+        sets[#sets + 1] = value + n
+      end
+    end
+    if #sets > 0 then redis.pcall('HSET', key, unpack(sets)) end
+    redis.pcall('PEXPIRE', key, LANE_WAIT_TTL_MS)
   end
-  redis.pcall('PEXPIRE', key, LANE_WAIT_TTL_MS)
 end
 
 -- the first starts: looked up only when some promoted job waits for its first
 -- start (most queues defer nothing: one ZCARD, and the ids are not read)
-local ns = tonumber(nextArg())
+local ns, firsts = tonumber(nextArg()), nextArg()
 local moved = 0
 if ns > 0 and redis.pcall('ZCARD', KEYS[2]) ~= 0 then
   local starts, ids = {}, {}
-  for i = 1, ns do
-    local id, lane, start, bucket = string.match(nextArg(), '^([^ ]+) ([^ ]+) (%d+) (%d+)$')
-    starts[i] = {lane, tonumber(start), bucket}
-    ids[i] = id
+  for id, lane, start, bucket in string.gmatch(firsts, '([^ ,]+) ([^ ,]+) (%d+) (%d+)') do
+    starts[#starts + 1] = {lane, tonumber(start), bucket}
+    ids[#ids + 1] = id
   end
   local dues = redis.pcall('ZMSCORE', KEYS[2], unpack(ids))
   if type(dues) == 'table' and not dues.err then
