@@ -78,7 +78,9 @@ end
 -- HMGET and written back added up by one HSET (with many lanes a round holds
 -- each lane about once: one HINCRBY per field would be one command per job).
 -- A field holding no whole number (edited by hand) is left as it is and its
--- count dropped, as HINCRBY would refuse it; the doctor reports it.
+-- count dropped, as HINCRBY would refuse it; the doctor reports it. (A whole
+-- number of 16 digits or more is dropped too: Lua's numbers are doubles, and
+-- no count of jobs gets near.)
 for _ = 1, tonumber(nextArg()) do
   local key = prefix .. 'lw:' .. nextArg()
   local m, k = tonumber(nextArg()), tonumber(nextArg())
