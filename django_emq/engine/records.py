@@ -33,8 +33,10 @@ MAX_DEPTH_LIMIT = 1_000_000_000
 #: How far in the past a ``run_after`` may be before it is taken for a mistake.
 RUN_AFTER_PAST_LIMIT = timedelta(days=1)
 WORKER_ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
-#: Entries per job in the claim script's flat reply.
-CLAIM_STRIDE = 11
+#: Entries per job in the claim script's flat reply (claim-10.lua's header), and
+#: the entries after the last job: the call's deadline, claim time and worker.
+CLAIM_STRIDE = 8
+CLAIM_TRAILER = 3
 #: Most outcomes one ``complete_many`` call records.
 MAX_BATCH = 1000
 #: Longest lease a claim or an extension may ask for (24 hours, in ms): a worker
@@ -345,10 +347,17 @@ def parse_enqueued(job_id: str, lane: str, reply: Sequence[Any]) -> Enqueued:
 
 
 def parse_claims(flat: Sequence[Any] | None) -> list[Claim]:
-    """The claim script's flat reply, job by job."""
+    """The claim script's flat reply, job by job (its layout: claim-10.lua's
+    header). The entries after the last job are the call's: what a first
+    attempt's compact entry stands for."""
     if not flat:
         return []
-    return [parse_claim(flat[i : i + CLAIM_STRIDE]) for i in range(0, len(flat), CLAIM_STRIDE)]
+    end = len(flat) - CLAIM_TRAILER
+    deadline, started, worker = flat[end:]
+    return [
+        parse_claim(flat[i : i + CLAIM_STRIDE], deadline, started, worker)
+        for i in range(0, end, CLAIM_STRIDE)
+    ]
 
 
 def refusals(job_ids: Sequence[object], codes: Sequence[int]) -> list[JobError | None]:
@@ -356,11 +365,17 @@ def refusals(job_ids: Sequence[object], codes: Sequence[int]) -> list[JobError |
     return [refusal(code, str(job_id)) for code, job_id in zip(codes, job_ids, strict=True)]
 
 
-def parse_claim(entry: Sequence[Any]) -> Claim:
-    """One job of the claim script's reply. A row edited by hand may lack fields
-    or hold unreadable ones: the claim then names its ``defect`` instead of
-    raising, so one corrupt row cannot take the worker down."""
-    job_id, lane, token, task, args, kwargs, enqueued, deadline, workers, started, expiries = entry
+def parse_claim(entry: Sequence[Any], deadline: Any, started: Any, worker: Any) -> Claim:
+    """One job of the claim script's reply, given the call's deadline, claim
+    time and worker (which a first attempt's entry leaves out: its last entry is
+    0 then, else the job's own workers, start and expiries). A row edited by
+    hand may lack fields or hold unreadable ones: the claim then names its
+    ``defect`` instead of raising, so one corrupt row cannot take the worker
+    down."""
+    job_id, lane, token, task, args, kwargs, enqueued, own = entry
+    workers, expiries = worker, 0
+    if isinstance(own, list | tuple):
+        workers, started, expiries = own
     problems = []
     if task is None or not text(task):
         problems.append("no task path")

@@ -24,7 +24,7 @@
 
 -- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness): take up to
 -- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
--- claim reply (11 entries per job, see claim-10.lua) and, when a lane's own
+-- claim reply (see claim-10.lua) and, when a lane's own
 -- key held the wrong type, {key, error} of that key (nil otherwise); the
 -- caller decides whether that fails the call (see claim-10.lua).
 --
@@ -244,6 +244,8 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   end
   if claimed > 0 then
     addCount(Q.stats, 'pending', -claimed, 0)
+    -- after the jobs, what a first attempt's entry leaves out (claim-10.lua)
+    out[#out + 1], out[#out + 2], out[#out + 3] = deadline, now, worker
   end
   return out, broken
 end
