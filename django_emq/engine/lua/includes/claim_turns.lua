@@ -2,6 +2,7 @@
 -- @include "any_tenants"
 -- @include "check_q"
 -- @include "due_lanes"
+-- @include "expect_type"
 -- @include "guard"
 -- @include "in_use"
 -- @include "is_entry"
@@ -70,7 +71,10 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   -- Most queues set no weights or ceilings: then no turn looks them up.
   local weighted = inUse(Q.weights)
   local capped = inUse(Q.ceilings)
-  checkQ(Q, {'onring', 'active', 'stats'})
+  -- (one by one, not checkQ's list: no table on every call)
+  expectType(Q.onring, 'set')
+  expectType(Q.active, 'zset')
+  expectType(Q.stats, 'hash')
   local tenants = anyTenants(prefix)
   if tenants then checkQ(Q, {'inflight'}) end  -- [tenants] their counts
   local limited = rated(prefix, rate)

@@ -48,12 +48,14 @@
 local function completeJobs(Q, prefix, ttl, argv, first)
   -- codes: one per job; done: the argv index of each recorded job, ids: its
   -- id; keys, tries, held: its row's key, running attempt (nil for a first
-  -- attempt) and unique key, by argv index; byLane: each lane's ids, lanes:
+  -- attempt) and unique key, by argv index (tries and held are made when
+  -- first needed: most calls have neither); byLane: each lane's ids, lanes:
   -- the lanes in order of first mention
-  local codes, done, ids, byLane, lanes, seen, tries, keys = {}, {}, {}, {}, {}, {}, {}, {}
+  local codes, done, ids, byLane, lanes, seen, keys = {}, {}, {}, {}, {}, {}, {}
+  local tries, held = nil, nil
   -- a finished job frees its unique key: read with its fence (a read that
   -- checks the unique hash's type; none when the queue has no unique keys)
-  local uniques, held = anyUnique(prefix), {}
+  local uniques = anyUnique(prefix)
 
   -- reads: fence every job (a job named twice is refused the second time)
   local n, d = 0, 0
@@ -71,8 +73,14 @@ local function completeJobs(Q, prefix, ttl, argv, first)
       d = d + 1
       done[d], ids[d] = i, id
       keys[i] = jk
-      if uniq then held[i] = {uniq, lane} end
-      if not fresh then tries[i] = try end  -- a first attempt ends at `finished`
+      if uniq then
+        held = held or {}
+        held[i] = {uniq, lane}
+      end
+      if not fresh then  -- a first attempt ends at `finished`
+        tries = tries or {}
+        tries[i] = try
+      end
       local mine = byLane[lane]
       if mine then
         mine[#mine + 1] = id
@@ -90,7 +98,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   -- its jobs finish (an empty or paused lane stays so; a throttled one waits
   -- for its slot): without ceilings, no lane is looked up.
   local capped = inUse(Q.ceilings)
-  local joins, anyJoins = {}, false
+  local joins, anyJoins = capped and {}, false
   for l = 1, #lanes do
     local lane = lanes[l]
     if capped then
@@ -148,14 +156,15 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   for j = 1, d do
     local i = done[j]
     local jk = keys[i]
-    if held[i] then releaseUniqueOf(prefix, jk, ids[j], held[i][1], held[i][2]) end
-    if ttl > 0 and tries[i] == nil then
+    local uniq, try = held and held[i], tries and tries[i]
+    if uniq then releaseUniqueOf(prefix, jk, ids[j], uniq[1], uniq[2]) end
+    if ttl > 0 and try == nil then
       -- a first attempt (the hot path): its end is its `finished`, no table
       redis.call('HSET', jk, 'state', 'done', 'finished', now, 'result', argv[i + 2])
       redis.call('PEXPIRE', jk, ttl)
     elseif ttl > 0 then
       redis.call('HSET', jk, unpack(withTry({'state', 'done', 'finished', now,
-        'result', argv[i + 2]}, tries[i], now, 'd')))
+        'result', argv[i + 2]}, try, now, 'd')))
       redis.call('PEXPIRE', jk, ttl)
     else
       redis.call('DEL', jk)
@@ -164,7 +173,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   for l = 1, #lanes do
     local lane = lanes[l]
     tenantFreed(Q, prefix, lane, #byLane[lane])  -- [tenants]
-    if joins[lane] then enterRing(Q, lane) end
+    if joins and joins[lane] then enterRing(Q, lane) end
   end
   return codes
 end
