@@ -62,7 +62,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   for i = first, #argv, 3 do
     local id = argv[i]
     local jk = jobKey(prefix, id)
-    local lane, try, fresh, uniq = fence(jk, argv[i + 1], uniques)
+    local lane, try, fresh, uniq = fence(jk, argv[i + 1], uniques, true)
     if seen[id] and type(lane) == 'string' then lane = -2 end
     n = n + 1
     if type(lane) == 'number' then
