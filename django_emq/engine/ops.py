@@ -1,8 +1,8 @@
 """Each protocol operation once, without I/O: what it sends and how its reply reads.
 
 An :class:`Op` is a script call (:mod:`.calls` builds its name, keys and
-arguments) with the parser of its reply (:mod:`.records`, :mod:`.exceptions`).
-It holds no client: a runner (:mod:`.runner`) sends it, the sync one for the
+arguments) with the parser of its reply (:mod:`.records`, :mod:`.claim_reply`,
+:mod:`.exceptions`). It holds no client: a runner (:mod:`.runner`) sends it, the sync one for the
 API, the admin and the tests, the async one for the worker, so both run the
 same operation the same way. An operation that works in batches (reap,
 promote, drain, the dead jobs of a lane) says with ``again`` whether a reply
@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from . import calls
 from .calls import COMPLETE_CLAIM_OUTCOMES, Call
+from .claim_reply import parse_claims
 from .exceptions import JobError, check_code
 from .keys import QueueKeys
 from .payload import text
@@ -29,7 +30,6 @@ from .records import (
     ClaimRequest,
     Enqueued,
     fairness_arg,
-    parse_claims,
     parse_enqueued,
     rate_arg,
     refusals,

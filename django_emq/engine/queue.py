@@ -24,6 +24,7 @@ from redis.exceptions import RedisClusterException
 
 from . import calls, ops
 from .api import BeforeWrite, QueueAPI
+from .claim_reply import CLAIM_STRIDE
 from .control import LaneControl
 from .exceptions import CorruptKeyspace, EnqueueError, JobError, script_error, unreachable
 from .ids import id_list, mint_job_id, validate_job_id, validate_lane, validate_task_path
@@ -34,7 +35,6 @@ from .policies import PolicyCalls
 from .policies.tenants import tenant_arg
 from .reads import QueueReads
 from .records import (
-    CLAIM_STRIDE,
     DEFAULT_HISTORY,
     MAX_ATTEMPTS_LIMIT,
     MAX_BATCH,

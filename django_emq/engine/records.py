@@ -2,8 +2,8 @@
 (``JobSpec``), a claim to make (``ClaimRequest``), what enqueue and
 claim answer (``Enqueued``, ``Claim``), what the observability calls
 answer (``LaneInfo``, ``Totals``), and the checks and reply parsing
-every queue shares. One definition each: a plain queue and a sharded queue
-both speak in these.
+every queue shares (the claim reply's: :mod:`.claim_reply`). One definition
+each: a plain queue and a sharded queue both speak in these.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .exceptions import LANE_FULL, TICKED, JobError, LaneFull, refusal
-from .payload import decode, encode_result, text
-from .rows import worker_ids
+from .payload import encode_result, text
 
 #: Largest weight a lane may carry: one turn serves at most this many of its jobs.
 MAX_WEIGHT = 1000
@@ -33,8 +32,6 @@ MAX_DEPTH_LIMIT = 1_000_000_000
 #: How far in the past a ``run_after`` may be before it is taken for a mistake.
 RUN_AFTER_PAST_LIMIT = timedelta(days=1)
 WORKER_ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
-#: Entries per job in the claim script's flat reply.
-CLAIM_STRIDE = 11
 #: Most outcomes one ``complete_many`` call records.
 MAX_BATCH = 1000
 #: Longest lease a claim or an extension may ask for (24 hours, in ms): a worker
@@ -344,51 +341,6 @@ def parse_enqueued(job_id: str, lane: str, reply: Sequence[Any]) -> Enqueued:
     return Enqueued(holder, text(reply[1]), code == 0, as_int(reply[2]))
 
 
-def parse_claims(flat: Sequence[Any] | None) -> list[Claim]:
-    """The claim script's flat reply, job by job."""
-    if not flat:
-        return []
-    return [parse_claim(flat[i : i + CLAIM_STRIDE]) for i in range(0, len(flat), CLAIM_STRIDE)]
-
-
 def refusals(job_ids: Sequence[object], codes: Sequence[int]) -> list[JobError | None]:
     """The complete script's codes, one per job, as refusals."""
     return [refusal(code, str(job_id)) for code, job_id in zip(codes, job_ids, strict=True)]
-
-
-def parse_claim(entry: Sequence[Any]) -> Claim:
-    """One job of the claim script's reply. A row edited by hand may lack fields
-    or hold unreadable ones: the claim then names its ``defect`` instead of
-    raising, so one corrupt row cannot take the worker down."""
-    job_id, lane, token, task, args, kwargs, enqueued, deadline, workers, started, expiries = entry
-    problems = []
-    if task is None or not text(task):
-        problems.append("no task path")
-    try:
-        args = decode(args)
-    except ValueError:
-        args = None
-        problems.append("args are not JSON")
-    try:
-        kwargs = decode(kwargs)
-    except ValueError:
-        kwargs = None
-        problems.append("kwargs are not JSON")
-    if not isinstance(args, list | None):
-        problems.append(f"args are a JSON {type(args).__name__}, not a list")
-    if not isinstance(kwargs, dict | None):
-        problems.append(f"kwargs are a JSON {type(kwargs).__name__}, not an object")
-    return Claim(
-        job_id=text(job_id),
-        lane=text(lane),
-        token=int(token),
-        task_path="" if task is None else text(task),
-        args=args if isinstance(args, list) else [],
-        kwargs=kwargs if isinstance(kwargs, dict) else {},
-        enqueued_ms=lenient_int(enqueued),
-        deadline_ms=int(deadline),
-        worker_ids=tuple(worker_ids(text(workers), int(token))),
-        started_ms=lenient_int(started),
-        expiries=int(expiries),
-        defect=f"corrupt job row: {'; '.join(problems)}" if problems else None,
-    )

@@ -45,11 +45,15 @@
   it (includes/claim_turns.lua): the first turn meets it, so a broken index
   fails the claim the same way.
 
-  Returns a flat array, 11 entries per claimed job:
-    id, lane, token, task, args, kwargs, enqueued_ms, deadline_ms,
-    workers (comma-separated ids of the latest `keep` claimers, this one last),
-    started_ms, expiries (how many times its lease expired before)
-  (empty when the ring is empty).
+  Returns a flat array, 8 entries per claimed job:
+    id, lane, token, task, args, kwargs, enqueued_ms, own
+  then, once, the call's:
+    deadline_ms, claimed_ms, worker
+  (empty when nothing was claimed). `own` is 0 when the job's workers are this
+  worker alone, it started at claimed_ms and its lease never expired (a first
+  attempt), else {workers (comma-separated ids of the latest `keep` claimers,
+  this one last), started_ms, expiries (how many times its lease expired
+  before)}.
 ]]
 -- @include "claim_turns"
 -- @include "fail"

@@ -2,6 +2,7 @@
 -- @include "any_tenants"
 -- @include "check_q"
 -- @include "due_lanes"
+-- @include "expect_type"
 -- @include "guard"
 -- @include "in_use"
 -- @include "is_entry"
@@ -24,7 +25,7 @@
 
 -- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness): take up to
 -- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
--- claim reply (11 entries per job, see claim-10.lua) and, when a lane's own
+-- claim reply (see claim-10.lua) and, when a lane's own
 -- key held the wrong type, {key, error} of that key (nil otherwise); the
 -- caller decides whether that fails the call (see claim-10.lua).
 --
@@ -70,7 +71,10 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   -- Most queues set no weights or ceilings: then no turn looks them up.
   local weighted = inUse(Q.weights)
   local capped = inUse(Q.ceilings)
-  checkQ(Q, {'onring', 'active', 'stats'})
+  -- (one by one, not checkQ's list: no table on every call)
+  expectType(Q.onring, 'set')
+  expectType(Q.active, 'zset')
+  expectType(Q.stats, 'hash')
   local tenants = anyTenants(prefix)
   if tenants then checkQ(Q, {'inflight'}) end  -- [tenants] their counts
   local limited = rated(prefix, rate)
@@ -244,6 +248,8 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   end
   if claimed > 0 then
     addCount(Q.stats, 'pending', -claimed, 0)
+    -- after the jobs, what a first attempt's entry leaves out (claim-10.lua)
+    out[#out + 1], out[#out + 2], out[#out + 3] = deadline, now, worker
   end
   return out, broken
 end

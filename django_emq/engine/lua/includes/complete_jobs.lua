@@ -46,36 +46,51 @@
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .inflight (tenants'
 -- counts), .stats, .wake.
 local function completeJobs(Q, prefix, ttl, argv, first)
-  local codes, done, byLane, lanes, seen, tries, keys = {}, {}, {}, {}, {}, {}, {}
+  -- codes: one per job; done: the argv index of each recorded job, ids: its
+  -- id; keys, tries, held: its row's key, running attempt (nil for a first
+  -- attempt) and unique key, by argv index (tries and held are made when
+  -- first needed: most calls have neither); byLane: each lane's ids, lanes:
+  -- the lanes in order of first mention
+  local codes, done, ids, byLane, lanes, seen, keys = {}, {}, {}, {}, {}, {}, {}
+  local tries, held = nil, nil
   -- a finished job frees its unique key: read with its fence (a read that
   -- checks the unique hash's type; none when the queue has no unique keys)
-  local uniques, held = anyUnique(prefix), {}
+  local uniques = anyUnique(prefix)
 
   -- reads: fence every job (a job named twice is refused the second time)
+  local n, d = 0, 0
   for i = first, #argv, 3 do
     local id = argv[i]
     local jk = jobKey(prefix, id)
-    local lane, try, fresh, uniq = fence(jk, argv[i + 1], uniques)
-    if type(lane) == 'string' and seen[id] then lane = -2 end
+    local lane, try, fresh, uniq = fence(jk, argv[i + 1], uniques, true)
+    if seen[id] and type(lane) == 'string' then lane = -2 end
+    n = n + 1
     if type(lane) == 'number' then
-      codes[#codes + 1] = lane
+      codes[n] = lane
     else
       seen[id] = true
-      codes[#codes + 1] = 1
-      done[#done + 1] = i
+      codes[n] = 1
+      d = d + 1
+      done[d], ids[d] = i, id
       keys[i] = jk
-      if uniq then held[i] = {uniq, lane} end
-      if not fresh then tries[i] = try end  -- a first attempt ends at `finished`
-      local ids = byLane[lane]
-      if not ids then
-        ids = {}
-        byLane[lane] = ids
+      if uniq then
+        held = held or {}
+        held[i] = {uniq, lane}
+      end
+      if not fresh then  -- a first attempt ends at `finished`
+        tries = tries or {}
+        tries[i] = try
+      end
+      local mine = byLane[lane]
+      if mine then
+        mine[#mine + 1] = id
+      else
+        byLane[lane] = {id}
         lanes[#lanes + 1] = lane
       end
-      ids[#ids + 1] = id
     end
   end
-  if #done == 0 then return codes end
+  if d == 0 then return codes end
 
   -- checks: the keys the writes touch, and which lanes rejoin the ring (the
   -- stats hash is checked by its first write, below)
@@ -83,8 +98,9 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   -- its jobs finish (an empty or paused lane stays so; a throttled one waits
   -- for its slot): without ceilings, no lane is looked up.
   local capped = inUse(Q.ceilings)
-  local joins, anyJoins = {}, false
-  for _, lane in ipairs(lanes) do
+  local joins, anyJoins = capped and {}, false
+  for l = 1, #lanes do
+    local lane = lanes[l]
     if capped then
       joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
       anyJoins = anyJoins or joins[lane]
@@ -107,7 +123,7 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   -- (see above), a failure among them taking the count back (a count that
   -- was 0 goes with its field: a queue that never completed a job has none).
   -- (a failure taking the count back restores the field: includes/take_back_count.lua)
-  local count = #done
+  local count = d
   local counted, mended = redis.pcall('HINCRBY', Q.stats, 'completed', count), nil
   if type(counted) == 'table' then
     if string.find(counted.err, 'WRONGTYPE', 1, true) then fail(Q.stats, counted.err) end
@@ -116,13 +132,12 @@ local function completeJobs(Q, prefix, ttl, argv, first)
     counted = count
   end
   TYPE_CHECKED[Q.stats] = true  -- a claim in the same call need not check it
-  local ids = {}
-  for _, i in ipairs(done) do ids[#ids + 1] = argv[i] end
-  for n, lane in ipairs(lanes) do
+  for l = 1, #lanes do
+    local lane = lanes[l]
     local laneActive = laneActiveKey(prefix, lane)
     local removed = redis.pcall('ZREM', laneActive, unpack(byLane[lane]))
     if type(removed) == 'table' then
-      putBackActive(prefix, lanes, byLane, n - 1)
+      putBackActive(prefix, lanes, byLane, l - 1)
       takeBackCount(Q.stats, 'completed', count, counted, mended)
       fail(laneActive, removed.err)
     end
@@ -138,25 +153,27 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   if ts then  -- @timeshare: before the rows are rewritten or deleted
     for _, lane in ipairs(lanes) do tsSettleAll(prefix, lane, byLane[lane], now, true) end
   end
-  for _, i in ipairs(done) do
-    local id = argv[i]
+  for j = 1, d do
+    local i = done[j]
     local jk = keys[i]
-    if held[i] then releaseUniqueOf(prefix, jk, id, held[i][1], held[i][2]) end
-    if ttl > 0 and tries[i] == nil then
+    local uniq, try = held and held[i], tries and tries[i]
+    if uniq then releaseUniqueOf(prefix, jk, ids[j], uniq[1], uniq[2]) end
+    if ttl > 0 and try == nil then
       -- a first attempt (the hot path): its end is its `finished`, no table
       redis.call('HSET', jk, 'state', 'done', 'finished', now, 'result', argv[i + 2])
       redis.call('PEXPIRE', jk, ttl)
     elseif ttl > 0 then
       redis.call('HSET', jk, unpack(withTry({'state', 'done', 'finished', now,
-        'result', argv[i + 2]}, tries[i], now, 'd')))
+        'result', argv[i + 2]}, try, now, 'd')))
       redis.call('PEXPIRE', jk, ttl)
     else
       redis.call('DEL', jk)
     end
   end
-  for _, lane in ipairs(lanes) do
+  for l = 1, #lanes do
+    local lane = lanes[l]
     tenantFreed(Q, prefix, lane, #byLane[lane])  -- [tenants]
-    if joins[lane] then enterRing(Q, lane) end
+    if joins and joins[lane] then enterRing(Q, lane) end
   end
   return codes
 end

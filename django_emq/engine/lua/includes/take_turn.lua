@@ -112,8 +112,15 @@ local function takeTurn(C, lane, pendingKey, k)
     leases[l + 2] = id
     local o = #out
     out[o + 1] = id; out[o + 2] = lane; out[o + 3] = token; out[o + 4] = row[1]
-    out[o + 5] = row[2]; out[o + 6] = row[3]; out[o + 7] = row[4]; out[o + 8] = deadline
-    out[o + 9] = workers; out[o + 10] = started; out[o + 11] = tonumber(row[6]) or 0
+    out[o + 5] = row[2]; out[o + 6] = row[3]; out[o + 7] = row[4]
+    -- the job's own workers, start and expiries, or 0 where they are the
+    -- call's (this worker, now, none: a first attempt), sent once after the jobs
+    local expiries = tonumber(row[6]) or 0
+    if workers == worker and started == now and expiries == 0 then
+      out[o + 8] = 0
+    else
+      out[o + 8] = {workers, started, expiries}
+    end
   end
   return n, suspect, tonumber(left)
 end
