@@ -130,6 +130,28 @@ DAMAGE: dict[str, tuple[Callable[[redis.Redis, Queue], Any], str]] = {
         lambda r, q: (r.rpush(q.keys.ring, "a/b"), r.sadd(q.keys.on_ring, "a/b")),
         "not-a-lane",
     ),
+    # the policy index (lua/includes/check.lua): what the hot paths read instead
+    # of the policies' hashes (the world gives LANES[3] a ceiling)
+    "a lane's setting missing from the policy index": (
+        lambda r, q: r.hset(q.keys.weights, A, 3),
+        "policy-index",
+    ),
+    "a setting the lane lacks in the policy index": (
+        lambda r, q: r.hset(q.keys.policies, B, "c"),
+        "policy-index",
+    ),
+    "garbage in the policy index": (
+        lambda r, q: r.hset(q.keys.policies, LANES[3], "?!"),
+        "policy-index",
+    ),
+    "a policy in use missing from the policy index's flags": (
+        lambda r, q: r.hset(q.keys.policies, "*", ""),
+        "policy-index",
+    ),
+    "the policy index a string": (
+        lambda r, q: (r.delete(q.keys.policies), r.set(q.keys.policies, "x")),
+        "type",
+    ),
 }
 
 
@@ -152,6 +174,35 @@ def test_the_doctor_finds_and_mends_each_kind_of_damage(
     assert set(ran) == survivors
     assert set(ran.values()) == {1}, "a job ran twice"
     check_invariants(queue)
+
+
+def test_the_policy_index_is_rebuilt_from_the_policies_hashes(r: redis.Redis, queue: Queue) -> None:
+    """Deleted (an index written by no release yet, or lost), the index is rebuilt
+    by a repair, and the policies it names apply again."""
+    queue.set_weight(A, 2)
+    queue.set_limit(B, 1)
+    queue.enqueue(B, TASK, tenant=lane_id("ORG", 1))
+    index = {text(f): text(v) for f, v in r.hgetall(queue.keys.policies).items()}
+    assert index == {"*": "wct", A: "w", B: "ct"}  # letters in the registry's order
+    r.delete(queue.keys.policies)
+    found = Doctor(queue).audit()
+    assert {f.subject for f in found.findings if f.what == "policy-index"} == {"*", A, B}
+    _, after = Doctor(queue).repair()
+    assert after.clean, after.findings
+    assert {text(f): text(v) for f, v in r.hgetall(queue.keys.policies).items()} == index
+    check_invariants(queue)
+
+
+def test_a_stale_flag_of_the_policy_index_is_no_damage(r: redis.Redis, queue: Queue) -> None:
+    """A letter of ``*`` whose hash is empty costs a lookup, never a wrong
+    answer: the audit is clean, and a repair drops it without counting it."""
+    queue.set_limit(A, 1)
+    r.hset(queue.keys.policies, "*", "wc")  # no lane has a weight
+    assert Doctor(queue).audit().clean
+    mended, after = Doctor(queue).repair()
+    assert mended.mended == 0
+    assert after.clean
+    assert r.hget(queue.keys.policies, "*") == b"c"
 
 
 def test_a_stray_key_is_reported_and_left_alone(r: redis.Redis, queue: Queue) -> None:

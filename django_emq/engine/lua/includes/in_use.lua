@@ -7,6 +7,7 @@ local function inUse(key)
   if known == nil then
     known = guard(key, 'HLEN', key) > 0
     IN_USE[key] = known
+    TYPE_CHECKED[key] = true  -- the guarded read found a hash (or none)
   end
   return known
 end
