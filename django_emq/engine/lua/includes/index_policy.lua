@@ -33,7 +33,8 @@ local function indexPolicy(prefix, hash, name, added)
     if held == nil then held = redis.pcall('HEXISTS', key, name) == 1 end
     LANE_MARKS[name] = follow(name, redis.pcall('HGET', index, name), held)
   end
-  local used = added == true or redis.call('EXISTS', key) == 1
+  -- (a user whose ACL lacks EXISTS keeps the letter: a lookup more, never less)
+  local used = added == true or redis.pcall('EXISTS', key) ~= 0
   local flags = POLICY_FLAGS
   if flags == nil then flags = redis.pcall('HGET', index, '*') end
   flags = follow('*', flags, used)
