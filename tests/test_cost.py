@@ -144,6 +144,18 @@ def claim_complete(queue: Queue, cycles: int, turns: int = 1) -> Callable[[], No
     return work
 
 
+def record_index(queue: Queue) -> None:
+    """The first call that writes on a new queue records its (empty) policy
+    index (lua/includes/check.lua): once per queue, not the hot path's cost.
+    One job of a lane of its own, claimed and completed (the ring is as before)."""
+    spare = lane_id("USR", 999_999)
+    queue.enqueue(spare, TASK)
+    claims = queue.claim(LEASE_MS, worker_id="w:0")
+    assert claims is not None
+    assert [c.lane for c in claims] == [spare]
+    queue.complete(claims[0].job_id, claims[0].token)
+
+
 def load_scripts(r: redis.Redis) -> None:
     """Load the engine's Function library (every script) up front: a first call's
     load is not the engine's cost. The engine runs its scripts with ``FCALL``."""
@@ -293,6 +305,7 @@ def test_a_turn_without_weights_or_ceilings_costs_six_commands(r: redis.Redis) -
     no ceiling, and touches the queue-wide keys once per call, not per turn."""
     queue = ScriptsOnly("q", connection=r)
     load_scripts(r)
+    record_index(queue)
     names = lanes(16)
     fill(queue, names, 3)
 

@@ -10,7 +10,10 @@ the lane lacks, or lacks one it has; a ``*`` without the letter of a hash in
 use) and, in a repair, sets each wrong field to what the hashes say, one
 atomic batch at a time (``lua/audit_index-1.lua``, ``lua/mend_index-1.lua``).
 A letter of ``*`` whose hash is empty is no damage (it costs a lookup, never
-a wrong answer): a repair drops it without counting it.
+a wrong answer): a repair drops it without counting it. ``*`` is mended
+last: a queue whose index has no ``*`` is read from the policies' keys
+themselves (a queue written by a release before the index), so the index
+counts only once it is whole.
 """
 
 from __future__ import annotations
@@ -30,9 +33,8 @@ PER_LANE: tuple[str, ...] = tuple(attr for p in POLICIES for attr in p.per_lane)
 
 
 def _names(r: Any, keys: QueueKeys, batch: int) -> Iterator[str]:
-    """``*``, every field of the index, every field of the per-lane hashes (some
-    twice: auditing a name twice is harmless)."""
-    yield "*"
+    """Every field of the index but ``*``, every field of the per-lane hashes
+    (some twice: auditing a name twice is harmless)."""
     for key in (keys.policies, *(getattr(keys, attr) for attr in PER_LANE)):
         if text(r.type(key)) != "hash":
             continue  # none, or of the wrong type (reported, and deleted in a repair)
@@ -63,6 +65,14 @@ def check(
             wrong.append(name)
         if repair and wrong:
             mended += int(run(doctor_calls.mend_index(keys, wrong)))
-    if repair:
-        run(doctor_calls.mend_index(keys, ["*"]))  # a stale letter: no damage, dropped
+    # `*` last: once it is there the hot paths trust the index (before, they
+    # ask the policies' keys), so a rebuilt index is complete when it counts
+    reply = run(doctor_calls.audit_index(keys, ["*"]))
+    if reply:
+        held, want = text(reply[1]), text(reply[2])
+        found("policy-index", "*", f"holds {held!r}, the policy keys say {want!r}")
+    if repair:  # (a stale letter, no damage, is dropped without counting it)
+        changed = int(run(doctor_calls.mend_index(keys, ["*"])))
+        if reply:
+            mended += changed
     return mended

@@ -59,6 +59,7 @@
 -- @include "lane_full"
 -- @include "last_tick"
 -- @include "now_ms"
+-- @include "policy_indexed"
 -- @include "record_tenant"
 -- @include "take_tick"
 -- @include "tenant_of"
@@ -82,7 +83,7 @@ if schedule ~= '' then
   if last >= tonumber(ARGV[13]) then return {-5, last, tickJob(prefix, schedule)} end
 end
 if unique ~= '' then
-  expectType(prefix .. 'policies', 'hash')  -- the policy index follows a held key
+  policyIndexed(prefix)  -- the policy index follows a held key (includes/check.lua)
   local holder, holderKey = uniqueHolder(prefix, lane, unique)
   if holder then
     local row = redis.call('HMGET', holderKey, 'state', 'enq')
@@ -102,7 +103,7 @@ local tenant = ARGV[14] or ''
 if tenant ~= '' then
   if tenant ~= tenantOf(prefix, lane) then
     expectType(prefix .. 'tenants', 'hash')
-    expectType(prefix .. 'policies', 'hash')  -- the policy index follows
+    policyIndexed(prefix)  -- the policy index follows (includes/check.lua)
     checkTenantRing(prefix, tenant)
   end
   checkQ(Q, {'onring'})

@@ -23,6 +23,7 @@
 -- @include "check_tenant_of"
 -- @include "expect_type"
 -- @include "index_policy"
+-- @include "policy_indexed"
 -- @include "lane_active_key"
 -- @include "prefix_of_q"
 -- @include "refresh_ring"
@@ -34,7 +35,7 @@ checkQ(Q)
 expectType(KEYS[7], 'zset')
 expectType(laneActiveKey(prefixOfQ(Q), lane), 'zset')
 checkTenantOf(prefixOfQ(Q), lane)  -- [tenants]
-expectType(prefixOfQ(Q) .. 'policies', 'hash')  -- the index follows
+policyIndexed(prefixOfQ(Q))  -- the index follows (includes/check.lua)
 if ARGV[2] == '' then
   redis.call('HDEL', Q.ceilings, lane)
 else

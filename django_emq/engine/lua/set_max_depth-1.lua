@@ -15,9 +15,10 @@
 ]]
 -- @include "expect_type"
 -- @include "index_policy"
+-- @include "policy_indexed"
 
 expectType(KEYS[1], 'hash')
-expectType(string.sub(KEYS[1], 1, -9) .. 'policies', 'hash')  -- the index follows
+policyIndexed(string.sub(KEYS[1], 1, -9))  -- the index follows (includes/check.lua)
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[1], ARGV[1])
 else

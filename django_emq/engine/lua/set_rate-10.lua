@@ -32,6 +32,7 @@
 -- @include "check_tenant_of"
 -- @include "expect_type"
 -- @include "index_policy"
+-- @include "policy_indexed"
 -- @include "lane_active_key"
 -- @include "now_ms"
 -- @include "prefix_of_q"
@@ -47,7 +48,7 @@ checkTenantOf(prefixOfQ(Q), lane)  -- [tenants]
 expectType(KEYS[8], 'hash')
 expectType(KEYS[9], 'zset')
 expectType(startsKey, 'list')
-expectType(prefixOfQ(Q) .. 'policies', 'hash')  -- the index follows
+policyIndexed(prefixOfQ(Q))  -- the index follows (includes/check.lua)
 redis.call('ZREM', KEYS[9], lane)
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[8], lane)

@@ -20,6 +20,7 @@
 -- @include "check_q"
 -- @include "expect_type"
 -- @include "index_policy"
+-- @include "policy_indexed"
 -- @include "prefix_of_q"
 -- @include "tenant_refresh"
 -- @include "tenant_ring_key"
@@ -31,7 +32,7 @@ local tenant = ARGV[1]
 local prefix = prefixOfQ(Q)
 checkQ(Q)
 expectType(tenantRingKey(prefix, tenant), 'list')
-expectType(prefix .. 'policies', 'hash')  -- the index follows
+policyIndexed(prefix)  -- the index follows (includes/check.lua)
 if ARGV[2] == '' then
   redis.call('HDEL', Q.ceilings, '@' .. tenant)
 else

@@ -14,10 +14,11 @@
 ]]
 -- @include "expect_type"
 -- @include "index_policy"
+-- @include "policy_indexed"
 
 local prefix = string.sub(KEYS[1], 1, -8)  -- what precedes 'weights'
 expectType(KEYS[1], 'hash')
-expectType(prefix .. 'policies', 'hash')  -- the index follows
+policyIndexed(prefix)  -- the index follows (includes/check.lua)
 if ARGV[2] == '1' then
   redis.call('HDEL', KEYS[1], ARGV[1])
 else

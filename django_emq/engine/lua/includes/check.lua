@@ -21,12 +21,29 @@
 --   order; no field: none. Every write of those hashes keeps it (indexPolicy);
 --   the doctor audits and mends it (audit_index-1.lua, mend_index-1.lua).
 --   A lane without a field pays no lookup for any per-lane policy.
--- policiesOff(prefix): reads the index's '*' (guarded: an index of the wrong
---   type aborts the script before any write); true when no letter is set.
---   inUse then answers each policy hash from it, and laneMarks reads lanes'
---   fields. The scripts that do not call it ask the hashes as before.
--- inUse(key): whether the policy hash `key` holds a field: from the index
---   when policiesOff read it, else one HLEN (guarded), once per script call.
+--   The index is in force when its '*' field is there ('' for no letter). A
+--   queue without it is new (no policy key holds anything: the index is in
+--   force, empty, and the first call that writes records '*'), or holds only
+--   keys that name no lane (unique keys, time-fair credit, ...: '*' is built
+--   from their EXISTS and recorded the same way), or was written by a
+--   release before the index with lanes' settings (every policy is then
+--   asked of its keys, as then, until the doctor's repair builds the index):
+--   nothing changes for a queue on upgrade.
+-- policyIndexed(prefix): whether the index is in force, in the read phase
+--   (guarded: an index of the wrong type aborts the script): one HGET of
+--   '*', and when there is none one EXISTS over the policy keys. A script
+--   that writes a policy key calls it before its first write.
+-- policiesOff(prefix): the hot paths' one read for every lane policy
+--   (policyIndexed): true when the index is in force and names no policy.
+--   inUse then answers each policy key from it, and laneMarks reads lanes'
+--   fields. An index not in force: false, and each policy is asked of its
+--   keys. The scripts that do not call it ask the keys as before.
+-- indexRecorded(prefix): a hot path's last write: '*' recorded for a queue
+--   whose index policyIndexed found in force without one, so the next call
+--   reads one field.
+-- inUse(key, count): whether the policy key `key` holds anything: from the
+--   index when policiesOff read it, else one `count` (HLEN, or ZCARD for a
+--   sorted set; guarded), once per script call.
 -- laneMarks(prefix, name): the letters of the lane's (or tenant entry's)
 --   per-lane settings ('' for none), one HGET per script call; nil when the
 --   script did not read the index (policiesOff): then ask the hashes.
@@ -37,8 +54,10 @@
 -- indexPolicy(prefix, hash, name, added): a write of <prefix><hash> is done:
 --   the index follows, for `name`'s field (nil: a hash that names no lanes)
 --   and for '*'. `added`: the write added a field (the hash is in use: no
---   read). Never aborts: an index of the wrong type is left to the doctor
---   (the hot paths refuse it meanwhile).
+--   read). Only where the index is in force (policyIndexed, asked before
+--   the write; a write that frees something may ask after: '*' is there).
+--   Never aborts: an index of the wrong type is left to the doctor (the hot
+--   paths refuse it meanwhile).
 -- guard(key, ...): run the command that first touches key (a read, or the
 --   script's first write, which fails alone) through redis.pcall, aborting
 --   with the corrupt error instead of a bare WRONGTYPE: a check that costs no
@@ -60,5 +79,8 @@ local IN_USE = {}
 local POLICY_HASHES = {{'weights', 'w', true}, {'ceilings', 'c', true}, {'turn', 'n', false}, {'maxdepth', 'd', true}, {'rates', 'r', true}, {'throttled', 'h', false}, {'tenants', 't', true}, {'unique', 'u', false}, {'timeshare', 's', false}}
 local POLICY_LETTER = {weights = 'w', ceilings = 'c', turn = 'n', maxdepth = 'd', rates = 'r', throttled = 'h', tenants = 't', unique = 'u', timeshare = 's'}
 local POLICIES_OFF = nil
-local POLICY_FLAGS = nil -- the index's '*' as this call read (and wrote) it
+local INDEXED = nil      -- whether the index is in force (policyIndexed)
+local UNRECORDED = false -- in force by default (no '*', no policy key): '*' to write
+local POLICY_FLAGS_READ = nil -- the index's '*' as this call read (and wrote) it
+local POLICY_FLAGS = nil -- the same, once policiesOff answered from it
 local LANE_MARKS = {}    -- name -> its letters in the index, read once a call

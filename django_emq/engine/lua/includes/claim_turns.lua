@@ -99,7 +99,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   if ts then checkQ(Q, {'depths'}) end
   local dueNow = {}
   -- throttled lanes due again (the index says whether any lane is throttled)
-  if limited and inUse(prefix .. 'throttled') then dueNow = dueLanes(prefix, nowMs(), turns) end
+  if limited and inUse(prefix .. 'throttled', 'ZCARD') then dueNow = dueLanes(prefix, nowMs(), turns) end
   if #dueNow > 0 then
     -- the first write comes before any turn: check what the turns may read
     checkQ(Q, {'ring', 'paused', 'depths'})

@@ -6,9 +6,17 @@
 -- from the fields it writes.
 local function indexPolicy(prefix, hash, name, added)
   local index = prefix .. 'policies'
+  if INDEXED == nil then
+    -- asked after the write (it freed something): in force when '*' is there
+    local flags = redis.pcall('HGET', index, '*')
+    INDEXED = type(flags) == 'string'
+    if INDEXED then POLICY_FLAGS_READ = flags end
+  end
+  if not INDEXED then return end
   local key = prefix .. hash
   local letter = POLICY_LETTER[hash]
-  -- the field (name's, or '*') with `letter` set to `on`; written when it changed
+  -- the field (name's, or '*') with `letter` set to `on`; written when it
+  -- changed ('*' is kept, '' for no letter: the index stays in force)
   local function follow(field, had, on)
     if type(had) ~= 'string' then had = '' end
     local letters = {}
@@ -19,8 +27,8 @@ local function indexPolicy(prefix, hash, name, added)
       end
     end
     local now = table.concat(letters)
-    if now ~= had then
-      if now == '' then
+    if now ~= had or (field == '*' and UNRECORDED) then
+      if now == '' and field ~= '*' then
         redis.pcall('HDEL', index, field)
       else
         redis.pcall('HSET', index, field, now)
@@ -35,9 +43,9 @@ local function indexPolicy(prefix, hash, name, added)
   end
   -- (a user whose ACL lacks EXISTS keeps the letter: a lookup more, never less)
   local used = added == true or redis.pcall('EXISTS', key) ~= 0
-  local flags = POLICY_FLAGS
-  if flags == nil then flags = redis.pcall('HGET', index, '*') end
-  flags = follow('*', flags, used)
+  local flags = follow('*', POLICY_FLAGS_READ, used)
+  UNRECORDED = false
+  POLICY_FLAGS_READ = flags
   if POLICY_FLAGS ~= nil then POLICY_FLAGS = flags end
   IN_USE[key] = used
 end
