@@ -41,7 +41,9 @@
   A lane's own key of the wrong type ends the claim: with jobs claimed in
   earlier turns it returns them (the broken lane stays on the ring for the
   next claim to report); with none it fails with the corrupt-key error, and
-  nothing is written but the ring's rotation. The depth index is checked as
+  nothing is written but the ring's rotation. So does a key a turn meets on a
+  policy's behalf (a policy hash a lane's field of the policy index names,
+  the tenants' in-flight counts, the throttled set). The depth index is checked as
   a lane's keys are, by a turn's first touch, where no policy writes before
   it (includes/claim_turns.lua): the first turn meets it, so a broken index
   fails the claim the same way.

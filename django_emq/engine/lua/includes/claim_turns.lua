@@ -30,8 +30,10 @@
 -- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness): take up to
 -- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
 -- claim reply (11 entries per job, see claim-10.lua) and, when a lane's own
--- key held the wrong type, {key, error} of that key (nil otherwise); the
--- caller decides whether that fails the call (see claim-10.lua).
+-- key held the wrong type (or a key a turn met on a policy's behalf: a policy
+-- hash a lane's lookup read, the tenants' in-flight counts, the throttled
+-- set), {key, error} of that key (nil otherwise); the caller decides whether
+-- that fails the call (see claim-10.lua).
 --
 -- A turn rotates the ring one step (LMOVE) and serves the lane it lands on; a
 -- lane left empty or at its ceiling leaves from the tail (RPOP). With weights
@@ -99,7 +101,9 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   if ts then checkQ(Q, {'depths'}) end
   local dueNow = {}
   -- throttled lanes due again (the index says whether any lane is throttled)
-  if limited and inUse(prefix .. 'throttled', 'ZCARD') then dueNow = dueLanes(prefix, nowMs(), turns) end
+  if limited and inUse(prefix .. 'throttled', 'ZCARD') then
+    dueNow = dueLanes(prefix, nowMs(), turns)
+  end
   if #dueNow > 0 then
     -- the first write comes before any turn: check what the turns may read
     checkQ(Q, {'ring', 'paused', 'depths'})
