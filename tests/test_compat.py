@@ -363,6 +363,8 @@ def builders(k: QueueKeys) -> dict[str, calls.Call]:
         "set_tenant_limit": calls.set_tenant_limit(k, lane_id("ORG", 1), 2),
         "audit_tenants": doctor_calls.audit_tenants(k, lane_id("ORG", 1), [lane]),
         "mend_tenants": doctor_calls.mend_tenants(k, lane_id("ORG", 1), [lane]),
+        "audit_index": doctor_calls.audit_index(k, ["*", lane]),
+        "mend_index": doctor_calls.mend_index(k, ["*", lane]),
     }
 
 

@@ -176,8 +176,8 @@ def test_cost_per_job_is_three_commands_and_the_rest_is_per_lane(
     # the queue has no ceilings (only a lane held at its ceiling rejoins the ring
     # when a job ends). The call itself: the clock, the active set, the completed
     # counter (no type check of the counters: the count is the first write,
-    # guarded), one EXISTS for every lane policy (none set here: no policy is
-    # asked anything more, check.lua policiesOff). No history: the caller sends
+    # guarded), one read of the policy index for every lane policy (none set
+    # here: no policy is asked anything more, check.lua policiesOff). No history: the caller sends
     # it (lua/record_history-2.lua).
     one_lane = [_cost(r, queue, 1, jobs) for jobs in (8, 16, 32)]
     assert one_lane[1] - one_lane[0] == 8 * 3

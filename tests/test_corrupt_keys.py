@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import redis
 
+from django_emq.engine.doctor import Doctor
 from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Queue
 from django_emq.exceptions import CorruptKeyspace, JobError
@@ -160,6 +161,7 @@ def structural_keys(world: World) -> dict[str, tuple[str, str]]:
         "timeshare": "hash",
         "tenants": "hash",
         "tenant_turns": "hash",
+        "policies": "hash",  # the policy index (lua/includes/check.lua)
     }
     keys = {name: (str(getattr(k, name)), kind) for name, kind in fixed.items()}
     keys["lane starts"] = (k.starts(A), "list")
@@ -350,3 +352,30 @@ def test_a_weighted_claim_that_fails_on_the_depth_index_keeps_the_saved_turn(
     with pytest.raises(CorruptKeyspace, match="depths"):
         queue.claim(LONG, turns=4, worker_id="w:1")
     assert dump(r) == before
+
+
+@pytest.mark.parametrize("garbage", ["", "?!", "wcnhdrtus" * 3, b"\xff\xfe"], ids=repr)
+def test_garbage_in_the_policy_index_fails_nothing_and_the_doctor_mends_it(
+    r: redis.Redis, queue: Queue, garbage: str | bytes
+) -> None:
+    """The policy index holding what no script writes (a hand edit): the hot
+    paths neither crash nor refuse (a letter too many costs a lookup, one too
+    few leaves a setting unread until the repair), and the doctor reports and
+    mends it."""
+    queue.set_weight(A, 2)
+    queue.set_limit(B, 1)
+    queue.enqueue_many([{"lane": lane, "task_path": TASK} for lane in (A, A, A, B, B)])
+    r.hset(queue.keys.policies, mapping={"*": garbage, A: garbage, B: garbage})
+    claims = queue.claim(LONG, turns=4, worker_id="w:1")
+    assert claims
+    got, errors = queue.complete_many_then_claim(
+        [(c.job_id, c.token, None) for c in claims], LONG, turns=4
+    )
+    assert errors == [None] * len(claims)
+    found = Doctor(queue).audit()
+    assert "policy-index" in {f.what for f in found.findings}
+    _, after = Doctor(queue).repair()
+    assert after.clean, after.findings
+    for c in got:
+        queue.complete(c.job_id, c.token)
+    check_invariants(queue)

@@ -130,6 +130,28 @@ DAMAGE: dict[str, tuple[Callable[[redis.Redis, Queue], Any], str]] = {
         lambda r, q: (r.rpush(q.keys.ring, "a/b"), r.sadd(q.keys.on_ring, "a/b")),
         "not-a-lane",
     ),
+    # the policy index (lua/includes/check.lua): what the hot paths read instead
+    # of the policies' hashes (the world gives LANES[3] a ceiling)
+    "a lane's setting missing from the policy index": (
+        lambda r, q: r.hset(q.keys.weights, A, 3),
+        "policy-index",
+    ),
+    "a setting the lane lacks in the policy index": (
+        lambda r, q: r.hset(q.keys.policies, B, "c"),
+        "policy-index",
+    ),
+    "garbage in the policy index": (
+        lambda r, q: r.hset(q.keys.policies, LANES[3], "?!"),
+        "policy-index",
+    ),
+    "a policy in use missing from the policy index's flags": (
+        lambda r, q: r.hset(q.keys.policies, "*", ""),
+        "policy-index",
+    ),
+    "the policy index a string": (
+        lambda r, q: (r.delete(q.keys.policies), r.set(q.keys.policies, "x")),
+        "type",
+    ),
 }
 
 
@@ -152,6 +174,97 @@ def test_the_doctor_finds_and_mends_each_kind_of_damage(
     assert set(ran) == survivors
     assert set(ran.values()) == {1}, "a job ran twice"
     check_invariants(queue)
+
+
+def test_the_policy_index_is_rebuilt_from_the_policies_hashes(r: redis.Redis, queue: Queue) -> None:
+    """Deleted (an index written by no release yet, or lost), the index is rebuilt
+    by a repair, and the policies it names apply again."""
+    queue.set_weight(A, 2)
+    queue.set_limit(B, 1)
+    queue.enqueue(B, TASK, tenant=lane_id("ORG", 1))
+    index = {text(f): text(v) for f, v in r.hgetall(queue.keys.policies).items()}
+    assert index == {"*": "wct", A: "w", B: "ct"}  # letters in the registry's order
+    r.delete(queue.keys.policies)
+    found = Doctor(queue).audit()
+    assert {f.subject for f in found.findings if f.what == "policy-index"} == {"*", A, B}
+    _, after = Doctor(queue).repair()
+    assert after.clean, after.findings
+    assert {text(f): text(v) for f, v in r.hgetall(queue.keys.policies).items()} == index
+    check_invariants(queue)
+
+
+def test_a_queue_without_the_policy_index_keeps_its_policies_until_the_repair(
+    r: redis.Redis, queue: Queue
+) -> None:
+    """A queue written by a release before the index (its policies' keys, no
+    index): the claims and completions ask the keys themselves, so a weight, a
+    ceiling and a tenant still apply; a new write leaves the missing index
+    alone; the repair builds it, and the index is then read instead."""
+    queue.set_weight(A, 2)
+    queue.set_limit(B, 1)
+    r.delete(queue.keys.policies)  # as an older release left it
+    queue.set_max_depth(A, 100)  # a write now: the index stays missing
+    assert not r.exists(queue.keys.policies)
+    queue.enqueue_many([{"lane": lane, "task_path": TASK} for lane in (A, A, A, B, B)])
+    claims = queue.claim(60_000, turns=2, worker_id="w:1")
+    assert claims is not None
+    # A's weight: two of its jobs in its turn; B's ceiling: one, then off the ring
+    assert [c.lane for c in claims] == [A, A, B]
+    assert r.sismember(queue.keys.on_ring, B) == 0
+    queue.complete(claims[2].job_id, claims[2].token)  # B rejoins: its ceiling was read
+    assert r.sismember(queue.keys.on_ring, B) == 1
+    assert not r.exists(queue.keys.policies)
+    found = Doctor(queue).audit()
+    assert {f.subject for f in found.findings if f.what == "policy-index"} == {"*", A, B}
+    _, after = Doctor(queue).repair()
+    assert after.clean, after.findings
+    assert r.hget(queue.keys.policies, "*") == b"wcd"
+    assert r.hget(queue.keys.policies, A) == b"wd"
+    check_invariants(queue)
+
+
+def test_a_new_queue_records_its_empty_policy_index_with_its_first_call(
+    r: redis.Redis, queue: Queue
+) -> None:
+    """No policy key holds anything: the index is in force, empty, and the first
+    call that writes records its ``*``, so the next calls read one field."""
+    queue.enqueue(A, TASK)
+    assert not r.exists(queue.keys.policies)
+    claims = queue.claim(60_000, worker_id="w:1")
+    assert claims is not None
+    assert r.hgetall(queue.keys.policies) == {b"*": b""}
+    queue.complete(claims[0].job_id, claims[0].token)
+    assert r.hgetall(queue.keys.policies) == {b"*": b""}
+    assert Doctor(queue).audit().clean
+
+
+def test_a_queue_without_the_index_whose_policies_name_no_lane_builds_it_itself(
+    r: redis.Redis, queue: Queue
+) -> None:
+    """Unique keys held and no lane setting (as an older release left such a
+    queue): the index is only ``*``, so the first call that writes builds it."""
+    queue.enqueue(A, TASK, unique_key="k")
+    queue.enqueue(B, TASK)
+    r.delete(queue.keys.policies)
+    claims = queue.claim(60_000, worker_id="w:1")
+    assert claims is not None
+    assert r.hgetall(queue.keys.policies) == {b"*": b"u"}
+    assert queue.enqueue(A, TASK, unique_key="k").job_id == claims[0].job_id
+    queue.complete(claims[0].job_id, claims[0].token)  # frees the key: the last one
+    assert r.hgetall(queue.keys.policies) == {b"*": b""}
+    assert Doctor(queue).audit().clean
+
+
+def test_a_stale_flag_of_the_policy_index_is_no_damage(r: redis.Redis, queue: Queue) -> None:
+    """A letter of ``*`` whose hash is empty costs a lookup, never a wrong
+    answer: the audit is clean, and a repair drops it without counting it."""
+    queue.set_limit(A, 1)
+    r.hset(queue.keys.policies, "*", "wc")  # no lane has a weight
+    assert Doctor(queue).audit().clean
+    mended, after = Doctor(queue).repair()
+    assert mended.mended == 0
+    assert after.clean
+    assert r.hget(queue.keys.policies, "*") == b"c"
 
 
 def test_a_stray_key_is_reported_and_left_alone(r: redis.Redis, queue: Queue) -> None:

@@ -19,6 +19,7 @@ from .test_cost import (
     FEW,
     LEASE_MS,
     TASK,
+    Counts,
     ScriptsOnly,
     claim_complete,
     fill,
@@ -26,6 +27,7 @@ from .test_cost import (
     load_scripts,
     measure,
     pipelined,
+    record_index,
     run_both,
 )
 
@@ -129,6 +131,9 @@ def time_fair(queue: Queue, names: list[str], credit: int, avg: int = 1000) -> N
     items = list(fields.items())
     for i in range(0, len(items), CHUNK):
         queue.connection.hset(queue.keys.timeshare, mapping=dict(items[i : i + CHUNK]))
+    # a hand edit: the policy index says what the claims would have written
+    # (lua/includes/check.lua; a queue without it reads the keys themselves)
+    queue.connection.hset(queue.keys.policies, "*", "s")
 
 
 def test_time_fair_claims_cost_the_same_with_20000_lanes(r: redis.Redis) -> None:
@@ -254,11 +259,12 @@ def test_tenanted_claims_cost_the_same_with_20000_lanes_in_two_tenants(
 
 
 #: The keys of the lane policies (``QueueKeys`` names, and the per-lane and
-#: per-tenant key families they own): a queue that sets none must not touch them
-#: but for the one EXISTS that asks for them all.
+#: per-tenant key families they own), and the policy index that stands for them
+#: on the hot paths: a queue that sets none must not touch them but for the one
+#: read of the index's ``*`` that asks for them all.
 POLICY_KEYS = (
     *("weights", "ceilings", "rates", "throttled", "tenants", "tturns", "unique"),
-    *("timeshare", "maxdepth", "turn", "ticks"),
+    *("timeshare", "maxdepth", "turn", "ticks", "policies"),
 )
 POLICY_FAMILIES = (":starts", ":t:")
 
@@ -304,10 +310,12 @@ def policy_commands(commands: list[list[str]], queue: Queue) -> list[list[str]]:
 
 def test_a_queue_without_policies_spends_no_command_on_them(r: redis.Redis) -> None:
     """A claim, and a complete-then-claim (the worker's hot path), at claims of
-    1 and of 16, on a queue with no lane policy: one EXISTS per call asks for
-    every policy at once, and no other command touches a policy's key."""
+    1 and of 16, on a queue with no lane policy: one read of the policy index's
+    ``*`` per call asks for every policy at once, and no other command touches
+    a policy's key."""
     queue = ScriptsOnly("q", connection=r)
     load_scripts(r)
+    record_index(queue)
     fill(queue, lanes(40), 3)
 
     def hot_path() -> None:
@@ -327,10 +335,98 @@ def test_a_queue_without_policies_spends_no_command_on_them(r: redis.Redis) -> N
     scripts = [w for w in commands if w[0].upper() == "FCALL"]
     assert len(scripts) == 4
     touched = policy_commands(commands, queue)
-    assert [words[0].upper() for words in touched] == ["EXISTS"] * 4, touched
-    assert all(len(words) == 1 + 6 for words in touched)  # the six policy hashes at once
+    index = queue.keys.policies
+    assert [[w.strip('"') for w in words] for words in touched] == [["HGET", index, "*"]] * 4
     # and what each call costs in all, in server calls (scripts' inner commands)
     counts = measure(r, hot_path)
-    assert counts["exists"] == 4
+    assert counts["hget"] == 4  # the index's `*`, once a call: no lane's setting
+    assert "exists" not in counts
     assert "hlen" not in counts
-    assert "hget" not in counts  # no lane's weight, ceiling, rate or tenant
+
+
+#: What a lane without a policy of its own pays on a queue whose other lanes
+#: carry every policy (lua/includes/check.lua): one read of its field of the
+#: policy index per call that claims from it or completes on it, beside the
+#: ``*`` read every call makes anyway. Nothing else.
+INDEX_READS_PER_LANE_AND_CALL = 1
+
+
+def every_policy_on_other_lanes(queue: Queue) -> None:
+    """Weights, ceilings, rate limits, max depths, tenants with a weight and a
+    ceiling, and pending jobs holding unique keys: on lanes no claim reaches
+    (they are paused)."""
+    tenants = [lane_id("ORG", t) for t in range(2)]
+    for i, lane in enumerate(lanes(6, start=1000)):
+        queue.pause(lane)
+        queue.set_weight(lane, 3)
+        queue.set_limit(lane, 5)
+        queue.set_rate(lane, 100, 1.0)
+        queue.set_max_depth(lane, 1_000)
+        queue.enqueue(lane, TASK, tenant=tenants[i % 2], unique_key=f"u{i}")
+    for tenant in tenants:
+        queue.set_tenant_weight(tenant, 2)
+        queue.set_tenant_limit(tenant, 10)
+
+
+def test_a_lane_without_policies_pays_nothing_for_other_lanes_policies(
+    r: redis.Redis,
+) -> None:
+    """Claims of 1 and of 16 and complete-then-claims on two plain lanes: with
+    every policy on other lanes, the only command more than on a queue with no
+    policy is each call's read of each plain lane's field of the policy index."""
+    plain = lanes(2)
+
+    def hot_path(queue: Queue) -> Callable[[], None]:
+        def work() -> None:
+            one = queue.claim(LEASE_MS, worker_id="w:1")  # plain[0]
+            assert one is not None
+            got, errors = queue.complete_many_then_claim(
+                [(one[0].job_id, one[0].token, None)], LEASE_MS, worker_id="w:1"
+            )  # plain[0] completed, plain[1] claimed
+            assert len(got) == 1
+            assert errors == [None]
+            many = queue.claim(LEASE_MS, turns=16, worker_id="w:1")  # both, to the end
+            assert many is not None
+            assert len(many) == 6
+            done = [(c.job_id, c.token, None) for c in (*got, *many)]
+            got, errors = queue.complete_many_then_claim(done, LEASE_MS, turns=16)
+            assert got == []  # nothing left to claim: the ring is empty
+            assert errors == [None] * 7
+
+        return work
+
+    counted: list[Counts] = []
+    for policies in (False, True):
+        r.flushall()
+        load_scripts(r)
+        queue = ScriptsOnly("q", connection=r)
+        record_index(queue)
+        if policies:
+            every_policy_on_other_lanes(queue)
+        fill(queue, plain, 4)
+        counted.append(measure(r, hot_path(queue)))
+    without, with_policies = counted
+    # the index's fields read: plain[0] (claim); plain[0], plain[1] (call 2);
+    # both (claim of 16); both (completion); the emptied ring names no lane
+    reads = 1 + 2 + 2 + 2
+    assert with_policies == without | {
+        "hget": without["hget"] + reads * INDEX_READS_PER_LANE_AND_CALL
+    }
+
+    # what they are: the index's `*` once a call, the plain lanes' fields
+    r.flushall()
+    load_scripts(r)
+    queue = ScriptsOnly("q", connection=r)
+    record_index(queue)
+    every_policy_on_other_lanes(queue)
+    fill(queue, plain, 4)
+    touched = policy_commands(watched(r, hot_path(queue)), queue)
+    index = queue.keys.policies
+    asked = [[w.strip('"') for w in words] for words in touched]
+    assert all(words[:2] == ["HGET", index] for words in asked), asked
+    assert [words[2] for words in asked] == [
+        *("*", plain[0]),
+        *("*", plain[0], plain[1]),
+        *("*", plain[0], plain[1]),
+        *("*", plain[1], plain[0]),  # completed in the order of the jobs given
+    ]

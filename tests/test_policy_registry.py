@@ -80,8 +80,9 @@ def test_each_key_of_a_policy_is_typed_where_the_doctor_reads_it(policy: Policy)
     for family in policy.families:
         assert expected_type(KEYS, f"{KEYS.prefix}{family.start}{LANE}{family.end}") == family.kind
         assert expected_type(KEYS, f"{KEYS.prefix}{family.start}no!{family.end}") is None
-    # the hashes the hot path probes, the keys naming lanes: its own keys
-    assert set(policy.probe) <= {attr for attr, kind in policy.keys.items() if kind == "hash"}
+    # the keys the policy index stands for, the keys naming lanes: its own keys
+    assert set(policy.probe) <= set(policy.keys)
+    assert {policy.keys[attr] for attr in policy.per_lane} <= {"hash"}
     assert set(policy.names_lanes) <= set(policy.keys)
 
 
@@ -138,8 +139,20 @@ def test_the_lua_probe_list_is_generated_from_the_registry() -> None:
     text = probe.CHECK_LUA.read_text()
     assert probe.written(text) == text, "run: python -m django_emq.engine.policies.probe"
     assert probe.probe_hashes() == [
-        getattr(KEYS, attr).removeprefix(KEYS.prefix) for p in POLICIES for attr in p.probe
+        (getattr(KEYS, attr).removeprefix(KEYS.prefix), letter, attr in p.per_lane)
+        for p in POLICIES
+        for attr, letter in p.probe.items()
     ]
+
+
+def test_each_probe_hash_has_a_letter_of_its_own_in_the_policy_index() -> None:
+    """The index (``QueueKeys.policies``) spells each probe hash with one letter;
+    its ``*`` field is no lane, so a letter is never ``*``."""
+    letters = [letter for p in POLICIES for letter in p.probe.values()]
+    assert all(len(letter) == 1 and letter.isalpha() for letter in letters)
+    assert len(letters) == len(set(letters)), "two probe hashes share a letter"
+    for policy in POLICIES:
+        assert set(policy.per_lane) <= set(policy.probe), f"{policy.name}: per_lane not probed"
 
 
 def test_the_probe_line_refuses_a_file_without_one() -> None:

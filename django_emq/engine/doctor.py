@@ -21,7 +21,8 @@ set, and recounts the pending total. Then it audits again.
 The lane policies' keys come from the registry (:data:`.policies.POLICIES`):
 each policy names its keys and their types (:mod:`.keyspace`), the keys whose
 members name lanes, and, when it keeps structures of its own (tenant lanes),
-its own step of the pass.
+its own step of the pass. The policy index the hot paths read instead of the
+policies' hashes is audited against them last (:mod:`.policy_index`).
 
 Imports redis, never Django: ``manage.py emq_doctor`` is a thin shell over it.
 """
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from . import calls, doctor_calls, doctor_history
+from . import calls, doctor_calls, doctor_history, policy_index
 from .exceptions import CorruptKeyspace
 from .ids import is_lane
 from .keyspace import FIXED_KEY_TYPES, LANE_SETS, QUEUE_SETS, expected_type
@@ -148,6 +149,9 @@ class Doctor:
         if repair and (ring_broken or report.problems):
             self._rebuild(ring_broken)
             self._steps()
+        report.mended += policy_index.check(
+            self.r, self.keys, self.batch, self._run, self._found, repair
+        )
         return report
 
     def _run(self, call: calls.Call) -> Any:

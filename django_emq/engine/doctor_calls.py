@@ -59,3 +59,12 @@ def audit_tenants(k: QueueKeys, tenant: str, lanes: Sequence[str]) -> Call:
 def mend_tenants(k: QueueKeys, tenant: str, lanes: Sequence[str]) -> Call:
     keys = [k.ring, k.on_ring, k.paused, k.ceilings, k.inflight, k.wake]
     return Call("mend_tenants", keys, [k.prefix, tenant, *lanes])
+
+
+def audit_index(k: QueueKeys, names: Sequence[str]) -> Call:
+    """The policy index's fields of ``names`` (lanes, ``@<tenant>``, ``*``)."""
+    return Call("audit_index", [k.policies], [k.prefix, *names])
+
+
+def mend_index(k: QueueKeys, names: Sequence[str]) -> Call:
+    return Call("mend_index", [k.policies], [k.prefix, *names])

@@ -95,6 +95,14 @@ class QueueKeys:
         return self._k("turn")
 
     @property
+    def policies(self) -> str:
+        """Hash: the policy index. ``*`` -> a letter for each policy hash that
+        holds a field; ``<lane>`` (or ``@<tenant>``) -> the letters of the
+        per-lane settings it has (absent: none). The hot paths read it instead
+        of the policies' hashes (see ``lua/includes/check.lua``)."""
+        return self._k("policies")
+
+    @property
     def inflight(self) -> str:
         """Hash: ``@<tenant>`` -> its lanes' jobs in ``active`` (absent means 0).
         A lane's own in-flight count is the size of its ``lane_active`` set."""

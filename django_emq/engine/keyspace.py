@@ -26,7 +26,7 @@ CORE_KEY_TYPES: dict[str, str] = {
     "stops": "hash",  # stop requests for workers (engine/worker_control.py)
     "finished": "zset",
     "due_at": "zset",
-    "turn": "hash",
+    "policies": "hash",  # the policy index (lua/includes/check.lua)
 }
 #: Redis type of each fixed key of a queue: the core's and every policy's.
 FIXED_KEY_TYPES: dict[str, str] = CORE_KEY_TYPES | {

@@ -20,8 +20,9 @@
   A job's wait is not written here: the caller records it (record_history-2.lua).
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
-  derived: <prefix>weights, ceilings, rates, tenants, unique, timeshare: one
-           EXISTS over them all first (includes/policies_off.lua)
+  derived: <prefix>policies (hash, the policy index: includes/check.lua),
+           its '*' read first (includes/policies_off.lua), a lane's field per
+           lane met; '*' recorded last on a new queue
   ARGV[2]  lease_ms  lease length; the deadline is server time + lease_ms
   ARGV[3]  turns     how many turns of the ring this call may take (>= 1)
   ARGV[4]  worker    the claiming worker's id (recorded on the job)
@@ -40,7 +41,9 @@
   A lane's own key of the wrong type ends the claim: with jobs claimed in
   earlier turns it returns them (the broken lane stays on the ring for the
   next claim to report); with none it fails with the corrupt-key error, and
-  nothing is written but the ring's rotation. The depth index is checked as
+  nothing is written but the ring's rotation. So does a key a turn meets on a
+  policy's behalf (a policy hash a lane's field of the policy index names,
+  the tenants' in-flight counts, the throttled set). The depth index is checked as
   a lane's keys are, by a turn's first touch, where no policy writes before
   it (includes/claim_turns.lua): the first turn meets it, so a broken index
   fails the claim the same way.
@@ -57,6 +60,7 @@
 ]]
 -- @include "claim_turns"
 -- @include "fail"
+-- @include "index_recorded"
 -- @include "policies_off"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
@@ -66,4 +70,5 @@ policiesOff(ARGV[1])  -- one read for every lane policy (includes/policies_off.l
 local out, broken = claimTurns(Q, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4],
   tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] or '', ARGV[8] or '')
 if broken and #out == 0 then fail(broken[1], broken[2]) end
+if #out > 0 then indexRecorded(ARGV[1]) end  -- a new queue's index, last (check.lua)
 return out

@@ -20,8 +20,9 @@
   caller records them (record_history-2.lua).
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
-  derived: <prefix>weights, ceilings, rates, tenants, unique, timeshare: one
-           EXISTS over them all first (includes/policies_off.lua)
+  derived: <prefix>policies (hash, the policy index: includes/check.lua),
+           its '*' read first (includes/policies_off.lua), a lane's field per
+           lane met; '*' recorded last on a new queue
   ARGV[2]  ttl_ms    how long a finished row is kept; 0 deletes it now
   ARGV[3..] one triple per job: id, token (the attempt number the claim
            returned), result (JSON to keep)
@@ -34,9 +35,17 @@
   token. A job named twice is recorded once; its second entry is refused.
 ]]
 -- @include "complete_jobs"
+-- @include "index_recorded"
 -- @include "policies_off"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
   ceilings = KEYS[5], inflight = KEYS[6], stats = KEYS[7], wake = KEYS[8]}
 policiesOff(ARGV[1])  -- one read for every lane policy (includes/policies_off.lua)
-return completeJobs(Q, ARGV[1], tonumber(ARGV[2]), ARGV, 3)
+local codes = completeJobs(Q, ARGV[1], tonumber(ARGV[2]), ARGV, 3)
+for _, code in ipairs(codes) do
+  if code == 1 then  -- a new queue's index, last (check.lua)
+    indexRecorded(ARGV[1])
+    break
+  end
+end
+return codes

@@ -19,8 +19,9 @@
   derived: as for complete-8.lua and claim-10.lua
 
   ARGV[1]  prefix    the queue's key prefix, emq:{q}:
-  derived: <prefix>weights, ceilings, rates, tenants, unique, timeshare: one
-           EXISTS over them all first (includes/policies_off.lua)
+  derived: <prefix>policies (hash, the policy index: includes/check.lua),
+           its '*' read first (includes/policies_off.lua), a lane's field per
+           lane met; '*' recorded last on a new queue
   ARGV[2]  ttl_ms    how long a finished row is kept; 0 deletes it now
   ARGV[3]  lease_ms  lease length of the claimed jobs
   ARGV[4]  turns     how many turns of the ring the claim may take (>= 1)
@@ -42,6 +43,7 @@
 -- @include "claim_turns"
 -- @include "complete_jobs"
 -- @include "fail"
+-- @include "index_recorded"
 -- @include "policies_off"
 
 local Q = {ring = KEYS[1], onring = KEYS[2], active = KEYS[3], paused = KEYS[4],
@@ -58,4 +60,7 @@ if limit > 0 then
 end
 -- the depth index is the queue's, not a lane's: it fails the call (claimTurns)
 if broken and broken[1] == Q.depths then fail(broken[1], broken[2]) end
+local wrote = #claims > 0
+for _, code in ipairs(codes) do wrote = wrote or code == 1 end
+if wrote then indexRecorded(prefix) end  -- a new queue's index, last (check.lua)
 return {codes, claims}

@@ -36,7 +36,8 @@
   derived: <prefix>maxdepth, <prefix>unique, <prefix>ticks (hashes, see
            includes/policies.lua); <prefix>m:<minute> (hash,
            includes/history.lua); <prefix>tenants, <prefix>t:<tenant>:ring
-           (includes/tenants.lua)
+           (includes/tenants.lua); <prefix>policies (hash, the policy index,
+           includes/check.lua: it follows a held unique key, a recorded tenant)
 
   Returns {1, state, enq} when enqueued (state 'pending' or 'scheduled'),
           {0, state, enq} when the id exists already (nothing changed),
@@ -58,6 +59,7 @@
 -- @include "lane_full"
 -- @include "last_tick"
 -- @include "now_ms"
+-- @include "policy_indexed"
 -- @include "record_tenant"
 -- @include "take_tick"
 -- @include "tenant_of"
@@ -81,6 +83,7 @@ if schedule ~= '' then
   if last >= tonumber(ARGV[13]) then return {-5, last, tickJob(prefix, schedule)} end
 end
 if unique ~= '' then
+  policyIndexed(prefix)  -- the policy index follows a held key (includes/check.lua)
   local holder, holderKey = uniqueHolder(prefix, lane, unique)
   if holder then
     local row = redis.call('HMGET', holderKey, 'state', 'enq')
@@ -100,6 +103,7 @@ local tenant = ARGV[14] or ''
 if tenant ~= '' then
   if tenant ~= tenantOf(prefix, lane) then
     expectType(prefix .. 'tenants', 'hash')
+    policyIndexed(prefix)  -- the policy index follows (includes/check.lua)
     checkTenantRing(prefix, tenant)
   end
   checkQ(Q, {'onring'})

@@ -11,7 +11,8 @@
   KEYS[6]  wake      list   wake tokens for parked workers
   KEYS[7]  pending   zset   the lane (emq:{q}:g:<lane>:pending)
   derived: <prefix>g:<lane>:active (zset: its jobs in flight, which a ceiling
-           counts; type-checked)
+           counts; type-checked); <prefix>policies (hash, the policy index:
+           includes/check.lua), kept by the write
 
   ARGV[1]  lane      the lane id
   ARGV[2]  ceiling   a positive integer, or '' to remove the ceiling
@@ -21,6 +22,8 @@
 -- @include "check_q"
 -- @include "check_tenant_of"
 -- @include "expect_type"
+-- @include "index_policy"
+-- @include "policy_indexed"
 -- @include "lane_active_key"
 -- @include "prefix_of_q"
 -- @include "refresh_ring"
@@ -32,10 +35,12 @@ checkQ(Q)
 expectType(KEYS[7], 'zset')
 expectType(laneActiveKey(prefixOfQ(Q), lane), 'zset')
 checkTenantOf(prefixOfQ(Q), lane)  -- [tenants]
+policyIndexed(prefixOfQ(Q))  -- the index follows (includes/check.lua)
 if ARGV[2] == '' then
   redis.call('HDEL', Q.ceilings, lane)
 else
   redis.call('HSET', Q.ceilings, lane, ARGV[2])
 end
+indexPolicy(prefixOfQ(Q), 'ceilings', lane, ARGV[2] ~= '')
 refreshRing(Q, lane, KEYS[7])
 return 1

@@ -19,6 +19,8 @@
   KEYS[8]  rates     hash   lane -> '<count>:<per_ms>'
   KEYS[9]  throttled zset   throttled lanes by when their next start is allowed
   KEYS[10] starts    list   the lane's latest start times (emq:{q}:g:<lane>:starts)
+  derived: <prefix>policies (hash, the policy index: includes/check.lua),
+           kept by the write
 
   ARGV[1]  lane      the lane id (validated by the caller)
   ARGV[2]  rate      '<count>:<per_ms>' (validated by the caller), or '' to
@@ -29,6 +31,8 @@
 -- @include "check_q"
 -- @include "check_tenant_of"
 -- @include "expect_type"
+-- @include "index_policy"
+-- @include "policy_indexed"
 -- @include "lane_active_key"
 -- @include "now_ms"
 -- @include "prefix_of_q"
@@ -44,6 +48,7 @@ checkTenantOf(prefixOfQ(Q), lane)  -- [tenants]
 expectType(KEYS[8], 'hash')
 expectType(KEYS[9], 'zset')
 expectType(startsKey, 'list')
+policyIndexed(prefixOfQ(Q))  -- the index follows (includes/check.lua)
 redis.call('ZREM', KEYS[9], lane)
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[8], lane)
@@ -64,5 +69,7 @@ else
     redis.call('ZADD', KEYS[9], tonumber(oldest) + per, lane)  -- still full: throttled
   end
 end
+indexPolicy(prefixOfQ(Q), 'rates', lane, ARGV[2] ~= '')
+indexPolicy(prefixOfQ(Q), 'throttled')
 refreshRing(Q, lane, KEYS[7])
 return 1

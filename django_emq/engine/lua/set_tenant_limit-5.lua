@@ -9,7 +9,8 @@
   KEYS[3]  ceilings  hash   lane or '@<tenant>' -> concurrency ceiling
   KEYS[4]  inflight  hash   '@<tenant>' -> its lanes' jobs in flight
   KEYS[5]  wake      list   wake tokens for parked workers
-  derived: <prefix>t:<tenant>:ring (list, includes/tenants.lua)
+  derived: <prefix>t:<tenant>:ring (list, includes/tenants.lua),
+           <prefix>policies (hash, the policy index: includes/check.lua)
 
   ARGV[1]  tenant    the tenant id (validated by the caller)
   ARGV[2]  ceiling   a positive integer, or '' to remove the ceiling
@@ -18,6 +19,8 @@
 ]]
 -- @include "check_q"
 -- @include "expect_type"
+-- @include "index_policy"
+-- @include "policy_indexed"
 -- @include "prefix_of_q"
 -- @include "tenant_refresh"
 -- @include "tenant_ring_key"
@@ -29,10 +32,12 @@ local tenant = ARGV[1]
 local prefix = prefixOfQ(Q)
 checkQ(Q)
 expectType(tenantRingKey(prefix, tenant), 'list')
+policyIndexed(prefix)  -- the index follows (includes/check.lua)
 if ARGV[2] == '' then
   redis.call('HDEL', Q.ceilings, '@' .. tenant)
 else
   redis.call('HSET', Q.ceilings, '@' .. tenant, ARGV[2])
 end
+indexPolicy(prefix, 'ceilings', '@' .. tenant, ARGV[2] ~= '')
 if tenantRefresh(Q, prefix, tenant) then wake(Q, 1) end
 return 1

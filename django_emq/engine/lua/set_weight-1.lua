@@ -7,15 +7,22 @@
   ARGV[1]  lane      the lane id
   ARGV[2]  weight    an integer >= 1 (validated by the caller)
 
+  derived: <prefix>policies (hash, the policy index: includes/check.lua),
+           kept by the write
+
   Returns 1.
 ]]
-local t = redis.call('TYPE', KEYS[1])['ok']
-if t ~= 'hash' and t ~= 'none' then
-  error({err = 'EMQCORRUPT ' .. KEYS[1] .. ' is a ' .. t .. ', not a hash'})
-end
+-- @include "expect_type"
+-- @include "index_policy"
+-- @include "policy_indexed"
+
+local prefix = string.sub(KEYS[1], 1, -8)  -- what precedes 'weights'
+expectType(KEYS[1], 'hash')
+policyIndexed(prefix)  -- the index follows (includes/check.lua)
 if ARGV[2] == '1' then
   redis.call('HDEL', KEYS[1], ARGV[1])
 else
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 end
+indexPolicy(prefix, 'weights', ARGV[1], ARGV[2] ~= '1')
 return 1

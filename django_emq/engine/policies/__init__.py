@@ -1,9 +1,9 @@
 """Lane policies, behind one extension point.
 
 Each policy is one module of this package: a :class:`~.base.Policy` named
-``POLICY`` (its keys and their types, the hashes the hot path's one probe
-asks, the keys that name lanes, its settings, its doctor step, its docs page,
-its Lua) and a ``Calls`` class (its operations on a queue, written once for a
+``POLICY`` (its keys and their types, the hashes the policy index keeps,
+the keys that name lanes, its settings, its doctor step, its docs page, its
+Lua) and a ``Calls`` class (its operations on a queue, written once for a
 plain and a sharded queue over their public routing).
 
 :class:`PolicyCalls` is the registry: one line per policy, its ``Calls``

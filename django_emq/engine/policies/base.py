@@ -2,7 +2,7 @@
 
 A policy is one module of this package holding a :class:`Policy` (what the
 rest of the engine needs to know of it: its keys and their types, the
-hashes the hot path's one probe asks, the keys that name lanes, its
+hashes the policy index keeps, the keys that name lanes, its
 settings, its doctor step, its docs page and its Lua) and a ``Calls`` class
 (its operations on the queue's API). The registry
 (``django_emq/engine/policies/__init__.py``) lists the ``Calls`` classes,
@@ -101,10 +101,16 @@ class Policy:
     lane_keys: Mapping[str, str] = field(default_factory=lambda: _NONE)
     #: Its keys of other families (a tenant's ring).
     families: tuple[KeyFamily, ...] = ()
-    #: Its hashes whose existence says the policy is in use: the hot paths ask
-    #: them all in one ``EXISTS`` (``lua/includes/policies_off.lua``) and skip
-    #: every policy when none exists. ``QueueKeys`` attributes.
-    probe: tuple[str, ...] = ()
+    #: Its hashes whose existence says the policy is in use, each with its
+    #: letter in the policy index (``QueueKeys.policies``, ``lua/includes/
+    #: policy_index.lua``): the index's ``*`` field holds the letter of each
+    #: that holds a field, the hot paths' one read for every policy
+    #: (``lua/includes/policies_off.lua``). ``QueueKeys`` attribute -> letter.
+    probe: Mapping[str, str] = field(default_factory=lambda: _NONE)
+    #: Those of its probe hashes whose fields are lanes' (or tenants' entries')
+    #: own settings: a lane's field of the policy index holds their letters,
+    #: so a hot path reads one field to learn which of them the lane has.
+    per_lane: tuple[str, ...] = ()
     #: Its keys whose members (or fields) name lanes: ``QueueKeys`` attributes
     #: (the doctor audits each lane named).
     names_lanes: tuple[str, ...] = ()

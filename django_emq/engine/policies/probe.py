@@ -1,10 +1,13 @@
 """The Lua probe list, generated from the registry.
 
-The hot paths ask once per call whether any lane policy is in use: one
-``EXISTS`` over every policy's probe hashes (``lua/includes/policies_off.lua``),
-and none of them runs a policy command when none exists. The hashes are
-``POLICY_HASHES`` in ``lua/includes/check.lua``, a line this module writes
-from :data:`~. POLICIES` (``python -m django_emq.engine.policies.probe``);
+The hot paths ask once per call which lane policies are in use: one read of
+the policy index's ``*`` field (``lua/includes/policies_off.lua``), which
+holds a letter for each policy hash that holds a field; a lane's own field
+holds the letters of the per-lane settings it has. The hashes, their letters
+and whether their fields are lanes' are ``POLICY_HASHES`` in
+``lua/includes/check.lua`` (and ``POLICY_LETTER``, each hash's letter by
+its name), lines this module writes from :data:`~. POLICIES`
+(``python -m django_emq.engine.policies.probe``);
 ``tests/test_policy_registry.py`` fails when the line is out of date.
 """
 
@@ -20,29 +23,42 @@ from . import POLICIES
 #: The file that holds the list, and the line's pattern.
 CHECK_LUA = Path(__file__).resolve().parent.parent / "lua" / "includes" / "check.lua"
 LINE_RE = re.compile(r"^local POLICY_HASHES = \{.*\}$", re.MULTILINE)
+LETTER_RE = re.compile(r"^local POLICY_LETTER = \{.*\}$", re.MULTILINE)
 
 
-def probe_hashes() -> list[str]:
-    """Every policy's probe hashes, as key names after the queue's prefix."""
+def probe_hashes() -> list[tuple[str, str, bool]]:
+    """Every policy's probe hashes: (key name after the queue's prefix, its
+    letter, whether its fields are lanes' own settings), in registry order."""
     keys = QueueKeys("q")
     return [
-        getattr(keys, attr).removeprefix(keys.prefix)
+        (getattr(keys, attr).removeprefix(keys.prefix), letter, attr in policy.per_lane)
         for policy in POLICIES
-        for attr in policy.probe
+        for attr, letter in policy.probe.items()
     ]
 
 
 def probe_line() -> str:
     """The ``POLICY_HASHES`` line of ``check.lua``."""
-    names = ", ".join(f"'{name}'" for name in probe_hashes())
-    return f"local POLICY_HASHES = {{{names}}}"
+    entries = ", ".join(
+        f"{{'{name}', '{letter}', {'true' if lanes else 'false'}}}"
+        for name, letter, lanes in probe_hashes()
+    )
+    return f"local POLICY_HASHES = {{{entries}}}"
+
+
+def letter_line() -> str:
+    """The ``POLICY_LETTER`` line of ``check.lua``: each probe hash's letter."""
+    entries = ", ".join(f"{name} = '{letter}'" for name, letter, _ in probe_hashes())
+    return f"local POLICY_LETTER = {{{entries}}}"
 
 
 def written(text: str) -> str:
-    """``text`` (``check.lua``) with its ``POLICY_HASHES`` line generated."""
-    if len(LINE_RE.findall(text)) != 1:
-        raise ValueError(f"{CHECK_LUA} must hold one 'local POLICY_HASHES = {{...}}' line")
-    return LINE_RE.sub(probe_line(), text)
+    """``text`` (``check.lua``) with its ``POLICY_HASHES`` and ``POLICY_LETTER``
+    lines generated."""
+    for name, line_re in (("POLICY_HASHES", LINE_RE), ("POLICY_LETTER", LETTER_RE)):
+        if len(line_re.findall(text)) != 1:
+            raise ValueError(f"{CHECK_LUA} must hold one 'local {name} = {{...}}' line")
+    return LETTER_RE.sub(letter_line(), LINE_RE.sub(probe_line(), text))
 
 
 def main() -> int:

@@ -147,7 +147,8 @@ POLICY = Policy(
     ),
     keys={"tenants": "hash", "tenant_turns": "hash"},
     families=(KeyFamily("t:", ":ring", is_lane, "list"),),
-    probe=("tenants",),
+    probe={"tenants": "t"},
+    per_lane=("tenants",),
     settings=("TENANT",),
     doctor=DOCTOR,
 )

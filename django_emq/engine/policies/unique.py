@@ -14,7 +14,7 @@ POLICY = Policy(
     doc="unique-jobs.md",
     lua=("includes/policies.lua", "includes/hold_unique.lua", "includes/release_unique.lua"),
     keys={"unique": "hash"},
-    probe=("unique",),
+    probe={"unique": "u"},
 )
 
 

@@ -17,8 +17,9 @@ POLICY = Policy(
     name="weights",
     doc="concepts.md#weights",
     lua=("includes/serviceable.lua", "set_weight-1.lua", "set_limit-7.lua"),
-    keys={"weights": "hash", "ceilings": "hash"},
-    probe=("weights", "ceilings"),
+    keys={"weights": "hash", "ceilings": "hash", "turn": "hash"},
+    probe={"weights": "w", "ceilings": "c", "turn": "n"},
+    per_lane=("weights", "ceilings"),
     names_lanes=("ceilings", "weights"),
 )
 

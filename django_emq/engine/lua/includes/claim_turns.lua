@@ -5,10 +5,13 @@
 -- @include "expect_type"
 -- @include "guard"
 -- @include "in_use"
+-- @include "index_policy"
 -- @include "is_entry"
 -- @include "lane_active_key"
 -- @include "lane_key"
+-- @include "lane_marks"
 -- @include "lane_rate"
+-- @include "marked"
 -- @include "now_ms"
 -- @include "rate_room"
 -- @include "rate_taken"
@@ -21,21 +24,25 @@
 -- @include "ts_land"
 -- @include "ts_turn"
 -- @include "unthrottle"
+-- @include "wrong_kind"
 
 
 -- claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness): take up to
 -- `turns` turns of the ring, at most `limit` jobs in all. Returns the flat
--- claim reply (see claim-10.lua) and, when a lane's own
--- key held the wrong type, {key, error} of that key (nil otherwise); the
--- caller decides whether that fails the call (see claim-10.lua).
+-- claim reply (see claim-10.lua) and, when a lane's own key held the wrong
+-- type (or a key a turn met on a policy's behalf: a policy hash a lane's
+-- lookup read, the tenants' in-flight counts, the throttled set), {key,
+-- error} of that key (nil otherwise); the caller decides whether that fails
+-- the call (see claim-10.lua).
 --
--- Without weights a turn rotates the ring one step (LMOVE) and serves the lane
--- it lands on; a lane left empty or at its ceiling leaves from the tail (RPOP).
--- With weights a lane of weight w is served w jobs per turn, however many
--- claims that takes: the lane at the head keeps serving while its turn has
--- credit left (the hash Q.turn holds the lane and credit of a turn cut short),
--- and rotates (LMOVE) once its turn is done, or leaves from the head (LPOP).
--- A turn saved for a lane that is no longer at the head is ignored.
+-- A turn rotates the ring one step (LMOVE) and serves the lane it lands on; a
+-- lane left empty or at its ceiling leaves from the tail (RPOP). With weights
+-- a lane of weight w is served w jobs per turn, however many claims that
+-- takes: a lane whose turn has credit left when the claim ends goes back to
+-- the head (LMOVE from the tail) and keeps it (the hash Q.turn holds the lane
+-- and credit of a turn cut short). A turn saved for a lane that is no longer
+-- at the head is ignored. (A lane without a weight of its own costs a
+-- weighted queue what it costs any other: one LMOVE.)
 --
 -- A job whose lease has expired before (its worker died or froze running it:
 -- maybe because of it) ends the claim: nothing is claimed after it, so if it
@@ -65,6 +72,11 @@
 -- apart by its mark: a queue without tenants pays nothing for them.
 -- A lane's in-flight count is the size of its active set (a capped lane's
 -- is read with ZCARD; the queue's inflight hash counts tenants' jobs only).
+-- A lane's own settings (weight, ceiling, rate) are looked up only when its
+-- field of the policy index names them (includes/check.lua: one read of the
+-- lane's field, and none when no lane has any): a lane without a policy pays
+-- nothing for other lanes'. A policy hash of the wrong type, met by such a
+-- lookup, ends the claim as a lane's own key does.
 -- Q needs .ring, .onring, .active, .paused, .ceilings, .weights, .inflight
 -- (tenants), .depths, .stats, .turn.
 local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, fairness)
@@ -76,23 +88,36 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
   expectType(Q.active, 'zset')
   expectType(Q.stats, 'hash')
   local tenants = anyTenants(prefix)
-  if tenants then checkQ(Q, {'inflight'}) end  -- [tenants] their counts
   local limited = rated(prefix, rate)
   local ts = timeShare(Q, prefix, fairness, weighted)  -- @timeshare: nil unless time-fair
+  if ts and weighted then checkQ(Q, {'weights'}) end  -- @timeshare: read by tsLand
   if ts then weighted = false end
+  -- whether any lane has a setting of its own a turn looks up (the index says)
+  local ownRates = limited and inUse(prefix .. 'rates')
+  local indexed = weighted or capped or ownRates
   -- The depth index is checked by its first touch, a turn's (takeTurn; a turn
   -- that pops nothing removes the lane from it), where nothing but the ring's
   -- rotation is written before: not where a policy may write first (a due
   -- throttled lane, a tenant's ring, time credit) or end a turn before it
-  -- takes a job (a ceiling, a rate limit).
-  if capped or limited or ts or tenants then checkQ(Q, {'depths'}) end
+  -- takes a job (a ceiling, a rate limit). Those check it first (once a call:
+  -- a turn that touched it, or the check, marks it checked).
+  if ts then checkQ(Q, {'depths'}) end
   local dueNow = {}
-  if limited then
-    checkQ(Q, {'ring', 'paused'})
+  -- throttled lanes due again (the index says whether any lane is throttled)
+  if limited and inUse(prefix .. 'throttled', 'ZCARD') then
     dueNow = dueLanes(prefix, nowMs(), turns)
   end
+  if #dueNow > 0 then
+    -- the first write comes before any turn: check what the turns may read
+    checkQ(Q, {'ring', 'paused', 'depths'})
+    if tenants then checkQ(Q, {'inflight'}) end
+    if weighted then checkQ(Q, {'weights'}) end
+    if capped then checkQ(Q, {'ceilings'}) end
+    if ownRates then expectType(prefix .. 'rates', 'hash') end
+  end
   local savedLane, savedCredit = nil, 0
-  if weighted then
+  -- a weighted turn cut short is saved (the index says whether one is)
+  if weighted and inUse(Q.turn) then
     local saved = guard(Q.turn, 'HMGET', Q.turn, 'lane', 'credit')
     savedLane, savedCredit = saved[1], tonumber(saved[2]) or 0
   end
@@ -116,14 +141,6 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     if ts then
       lane, credit = tsLand(ts)  -- @timeshare: credit is the jobs its time credit covers
       if not lane then break end
-    elseif weighted then
-      lane = guard(Q.ring, 'LINDEX', Q.ring, 0)
-      if not lane then break end
-      credit = tonumber(redis.call('HGET', Q.weights, lane)) or 1
-      if lane == savedLane and savedCredit > 0 and savedCredit < credit then
-        credit = savedCredit
-      end
-      savedLane = nil
     else
       if turn == 1 then
         lane = guard(Q.ring, 'LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
@@ -132,10 +149,27 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
       end
       if not lane then break end
       credit = 1
+      if weighted then
+        if marked(laneMarks(prefix, lane), 'weights') then
+          local weight = redis.pcall('HGET', Q.weights, lane)
+          if type(weight) == 'table' then
+            broken = {Q.weights, weight.err}
+            break
+          end
+          credit = tonumber(weight) or 1
+        end
+        if lane == savedLane and savedCredit > 0 and savedCredit < credit then
+          credit = savedCredit
+        end
+        savedLane = nil
+      end
     end
     -- [tenants] a tenant's entry: serve the lane its ring turns to
     local tenantTurn = nil
     if isEntry(lane) then
+      checkQ(Q, {'depths'})  -- its ring and count are written before a turn
+      broken = wrongKind(Q.inflight, 'hash')  -- its count, read and written
+      if broken then break end
       lane, credit, tenantTurn = tenantPick(Q, prefix, lane, credit, weighted, capped)
       if not lane then
         broken = tenantTurn
@@ -145,9 +179,16 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     local pendingKey = laneKey(prefix, lane)
     local k = credit
     if limit - claimed < k then k = limit - claimed end
+    local marks = ''
+    if indexed then marks = laneMarks(prefix, lane) end
     local ceiling, inflight = nil, 0
-    if capped then
-      ceiling = tonumber(redis.call('HGET', Q.ceilings, lane))
+    if capped and marked(marks, 'ceilings') then
+      ceiling = redis.pcall('HGET', Q.ceilings, lane)
+      if type(ceiling) == 'table' then
+        broken = {Q.ceilings, ceiling.err}
+        break
+      end
+      ceiling = tonumber(ceiling)
       if ceiling then
         -- the lane's in-flight count: its active set's size
         local laneActive = laneActiveKey(prefix, lane)
@@ -159,9 +200,18 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
         if ceiling - inflight < k then k = ceiling - inflight end
       end
     end
-    local count, per
-    if limited then count, per = laneRate(prefix, lane, rate) end
+    local count, per, bad
+    if limited then count, per, bad = laneRate(prefix, lane, rate, marked(marks, 'rates')) end
+    if bad then
+      broken = bad
+      break
+    end
+    -- this turn may end before it takes a job (or a rate log be trimmed):
+    -- the depth index is checked first (see above)
+    if ceiling or count then checkQ(Q, {'depths'}) end
     if count then
+      broken = wrongKind(prefix .. 'throttled', 'zset')  -- a full window writes it
+      if broken then break end
       local room, bad = rateRoom(prefix, lane, now, count, per)
       if room == nil then
         broken = bad
@@ -188,6 +238,7 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
           break
         end
       end
+      TYPE_CHECKED[Q.depths] = true  -- the turn touched it: no check needed
       if taken > 0 then
         if ts then tsCharge(ts, prefix, out, taken) end  -- @timeshare
         claimed = claimed + taken
@@ -214,36 +265,52 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
         weighted, claimed < limit and not suspect)
       turnLane = nil
     end
-    if not weighted and not ts then
-      -- The lane is at the tail now: leave with RPOP when it is no longer serviceable.
-      if leaves then
-        redis.call('RPOP', Q.ring)
+    if ts then
+      if leaves then  -- @timeshare: the lane is at the head (tsLand)
+        redis.call('LPOP', Q.ring)
         redis.call('SREM', Q.onring, lane)
+      elseif credit <= 0 then
+        redis.call('LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
+      else
+        turnLane, turnCredit = lane, credit
+        break
       end
     elseif leaves then
-      redis.call('LPOP', Q.ring)
+      -- The lane is at the tail now: leave with RPOP when it is no longer serviceable.
+      redis.call('RPOP', Q.ring)
       redis.call('SREM', Q.onring, lane)
+    elseif not weighted then
+      -- its turn is done: it stays at the tail
     elseif again then
-      -- [tenants] the tenant's turn goes on with its next lane, in this claim
+      -- [tenants] the tenant's turn goes on with its next lane, in this claim:
+      -- back to the head, where the next turn lands
+      redis.call('LMOVE', Q.ring, Q.ring, 'RIGHT', 'LEFT')
       savedLane, savedCredit, turnLane, turnCredit = lane, credit, lane, credit
     elseif credit > 0 then
-      -- cut short (by the limit or a suspect): the lane keeps the head and the
-      -- rest of its turn, for the next claim
+      -- cut short (by the limit or a suspect): the lane goes back to the head
+      -- and keeps the rest of its turn, for the next claim
+      redis.call('LMOVE', Q.ring, Q.ring, 'RIGHT', 'LEFT')
       turnLane, turnCredit = lane, credit
       break
-    else
-      redis.call('LMOVE', Q.ring, Q.ring, 'LEFT', 'RIGHT')
     end
   end
   if #C.leases > 0 then redis.call('ZADD', Q.active, unpack(C.leases)) end
   if ts and not broken then tsTurn(ts, turnLane) end  -- @timeshare: whose turn goes on
+  if ts and not inUse(ts.key) then indexPolicy(prefix, 'timeshare') end  -- @timeshare
   -- a claim that ends on a broken key with nothing claimed fails: the saved
   -- turn stays as it was (nothing but the ring's rotation is written)
   if weighted and not (broken and claimed == 0) then
     if turnLane then
-      redis.call('HSET', Q.turn, 'lane', turnLane, 'credit', turnCredit)
+      -- unread (none was saved): a value of the wrong type is replaced
+      local set = redis.pcall('HSET', Q.turn, 'lane', turnLane, 'credit', turnCredit)
+      if type(set) == 'table' then
+        redis.call('DEL', Q.turn)
+        redis.call('HSET', Q.turn, 'lane', turnLane, 'credit', turnCredit)
+      end
+      if not inUse(Q.turn) then indexPolicy(prefix, 'turn', nil, true) end
     elseif savedCredit > 0 then
       redis.call('DEL', Q.turn)
+      indexPolicy(prefix, 'turn', nil, false)
     end
   end
   if claimed > 0 then

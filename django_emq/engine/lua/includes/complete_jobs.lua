@@ -2,12 +2,15 @@
 -- @include "check_q"
 -- @include "check_tenant_ring"
 -- @include "enter_ring"
+-- @include "expect_type"
 -- @include "fail"
 -- @include "fence"
 -- @include "in_use"
 -- @include "job_key"
 -- @include "lane_active_key"
 -- @include "lane_key"
+-- @include "lane_marks"
+-- @include "marked"
 -- @include "now_ms"
 -- @include "put_back_active"
 -- @include "release_unique_of"
@@ -96,16 +99,20 @@ local function completeJobs(Q, prefix, ttl, argv, first)
   -- stats hash is checked by its first write, below)
   -- Only a lane held at its ceiling can be off the ring and rejoin it when
   -- its jobs finish (an empty or paused lane stays so; a throttled one waits
-  -- for its slot): without ceilings, no lane is looked up.
+  -- for its slot): a lane whose field of the policy index names no ceiling
+  -- (includes/check.lua), and every lane of a queue without ceilings, is not
+  -- looked up.
   local capped = inUse(Q.ceilings)
   local joins, anyJoins = capped and {}, false
+  if held then expectType(prefix .. 'unique', 'hash') end  -- freed below
   for l = 1, #lanes do
     local lane = lanes[l]
-    if capped then
+    if capped and marked(laneMarks(prefix, lane), 'ceilings') then
       joins[lane] = willJoin(Q, lane, laneKey(prefix, lane), nil, #byLane[lane])
       anyJoins = anyJoins or joins[lane]
     end
-    -- [tenants] a tenant freed from its ceiling may rejoin the top ring
+    -- [tenants] a tenant freed from its ceiling may rejoin the top ring (only
+    -- a lane whose field of the policy index names a tenant is looked up)
     local tenant = tenantOf(prefix, lane)
     if tenant then checkQ(Q, {'inflight'}) end  -- its tenant's count drops
     if tenant and tenantCapped(Q, tenant) then

@@ -1,3 +1,4 @@
+-- @include "index_policy"
 -- @include "starts_key"
 
 -- rateTaken(prefix, lane, now, count, per, n): record n starts now; when the
@@ -15,5 +16,6 @@ local function rateTaken(prefix, lane, now, count, per, n)
   if redis.call('LLEN', key) < count then return false end
   local due = tonumber(redis.call('LINDEX', key, 0)) + per
   redis.call('ZADD', prefix .. 'throttled', due, lane)
+  indexPolicy(prefix, 'throttled', nil, true)  -- the policy index says so (check.lua)
   return true
 end

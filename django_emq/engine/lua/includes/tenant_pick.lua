@@ -6,7 +6,7 @@
 -- lane's own turn). Returns lane, credit, ctx; lane is the entry itself with
 -- credit 0 when the tenant cannot be served (at its ceiling, or its ring
 -- empty: the entry then leaves), or nil and {key, error} when the tenant's
--- ring or tturns holds the wrong type (nothing written but the rings'
+-- ring or tturns (or the ceilings or weights hash) holds the wrong type (nothing written but the rings'
 -- rotation). Unweighted, the tenant's ring
 -- rotates one step (LMOVE) and its lane is then at the tail, as on the top
 -- ring; weighted, its head lane keeps serving while its turn has credit
@@ -15,7 +15,9 @@ local function tenantPick(Q, prefix, entry, credit, weighted, capped)
   local tenant = string.sub(entry, 2)
   local ctx = {tenant = tenant, entry = entry, top = credit, ring = tenantRingKey(prefix, tenant)}
   if capped then
-    ctx.ceiling = tonumber(redis.call('HGET', Q.ceilings, entry))
+    local ceiling = redis.pcall('HGET', Q.ceilings, entry)
+    if type(ceiling) == 'table' then return nil, nil, {Q.ceilings, ceiling.err} end
+    ctx.ceiling = tonumber(ceiling)
     if ctx.ceiling then
       local room = ctx.ceiling - (tonumber(redis.call('HGET', Q.inflight, entry)) or 0)
       if room <= 0 then return entry, 0, ctx end
@@ -36,7 +38,9 @@ local function tenantPick(Q, prefix, entry, credit, weighted, capped)
   ctx.lane = lane
   local inner = 1
   if weighted then
-    inner = tonumber(redis.call('HGET', Q.weights, lane)) or 1
+    local weight = redis.pcall('HGET', Q.weights, lane)
+    if type(weight) == 'table' then return nil, nil, {Q.weights, weight.err} end
+    inner = tonumber(weight) or 1
     local saved = redis.pcall('HGET', prefix .. 'tturns', tenant)
     if type(saved) == 'table' and saved.err then return nil, nil, {prefix .. 'tturns', saved.err} end
     if saved then

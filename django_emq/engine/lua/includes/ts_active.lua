@@ -8,6 +8,7 @@
 local function tsActive(prefix)
   local key = tsKey(prefix)
   if not inUse(key) then return false end
+  expectType(key, 'hash')  -- (no command when inUse read the hash itself)
   expectType(prefix .. 'weights', 'hash')
   return true
 end

@@ -1,3 +1,4 @@
+-- @include "index_policy"
 -- @include "lane_enters"
 -- @include "lane_key"
 -- @include "serviceable"
@@ -15,5 +16,6 @@ local function unthrottle(Q, prefix, lanes)
       joined = joined + 1
     end
   end
+  indexPolicy(prefix, 'throttled', nil, false)  -- the policy index follows (check.lua)
   return joined
 end

@@ -1,0 +1,13 @@
+-- @include "check"
+
+-- laneMarks: documented in includes/check.lua.
+local function laneMarks(prefix, name)
+  if POLICY_FLAGS == nil then return nil end
+  local marks = LANE_MARKS[name]
+  if marks == nil then
+    -- policiesOff's guarded read checked the index's type
+    marks = redis.call('HGET', prefix .. 'policies', name) or ''
+    LANE_MARKS[name] = marks
+  end
+  return marks
+end
