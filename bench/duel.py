@@ -13,6 +13,12 @@ of 50 ms at ``--concurrency 500`` next to arq (``max_jobs=500``) and the ideal.
   claim to the last completion (the job rows' server times), Huey's from a
   first "mark" job to a last one.
 
+``--against REF`` runs, in every ``incr`` round too, the worker as of the git
+commit ``REF`` (its ``django_emq`` and ``bench`` exported to a temporary
+directory; it drains the rows this checkout enqueues, so ``REF`` must read
+them), right after this checkout's: a change to the worker measured before
+and after in the same rounds, not in two runs at different loads.
+
 A quicker check than ``bench/run.py`` (a few minutes), made for a shared,
 loaded machine: each round runs django-emq and its peer back to back, so each
 round's ratio compares runs made seconds apart (the peer first in every
@@ -22,6 +28,7 @@ figure. Run from the repository root::
 
     .venv/bin/python bench/duel.py                  # 3 rounds of each
     .venv/bin/python bench/duel.py --only incr,noop --rounds 5 --concurrency 8
+    .venv/bin/python bench/duel.py --only incr --rounds 3 --against main
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -43,18 +52,29 @@ if __name__ == "__main__":  # run as a script: import this checkout's django_emq
 
 from bench import io as io_bench
 from bench.peers import common
-from bench.peers.procs import children_cpu, flush, server_cpu
-from bench.run import FULL, RESULTS, RUN_TIMEOUT, Bench
+from bench.peers.procs import WorkerProcess, children_cpu, flush, server_cpu
+from bench.run import FULL, RESULTS, ROOT, RUN_TIMEOUT, Bench
 
 
 def load() -> str:
     return f"{os.getloadavg()[0]:.2f}"
 
 
-def emq_incr(bench: Bench, name: str, concurrency: int) -> dict[str, float]:
+def export(ref: str, into: Path) -> Path:
+    """``django_emq`` and ``bench`` as of git commit ``ref``, written under ``into``."""
+    archive = subprocess.run(["git", "archive", ref, "django_emq", "bench"], cwd=ROOT,
+                             capture_output=True, check=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def emq_incr(
+    bench: Bench, name: str, concurrency: int, root: Path | None = None
+) -> dict[str, float]:
     """``jobs`` one-INCR jobs with ``enqueue_for`` over the users' lanes, drained by
-    one ``run_emq_worker --burst`` process: INCRs per second, first to last, and
-    the CPU the worker (its whole life) and the server spent per job."""
+    one ``run_emq_worker --burst`` process (this checkout's, or the one exported
+    to ``root``): INCRs per second, first to last, and the CPU the worker (its
+    whole life) and the server spent per job."""
     from bench.tasks import incr
     from django_emq.lanes import enqueue_for
 
@@ -64,7 +84,14 @@ def emq_incr(bench: Bench, name: str, concurrency: int) -> dict[str, float]:
     for i in range(jobs):
         enqueue_for(lanes[i % len(lanes)], incr, jobs)
     cpu, server = children_cpu(), server_cpu(bench.client)
-    worker = bench.worker(name, "--burst", "--concurrency", str(concurrency)).start()
+    options = ("--burst", "--concurrency", str(concurrency))
+    if root is None:
+        worker = bench.worker(name, *options).start()
+    else:
+        argv = [sys.executable, "-m", "django", "run_emq_worker", *options]
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "EMQ_URL": bench.url,
+               "PYTHONPATH": str(root)}  # fmt: skip
+        worker = WorkerProcess(argv, bench.logs / f"{name}.log", env, root).start()
     code = worker.wait(RUN_TIMEOUT)
     worker.stop()
     done, _, rate = common.incr_rate(bench.client, jobs)
@@ -110,20 +137,37 @@ def in_turn[A, B](n: int, ours: Callable[[], A], theirs: Callable[[], B]) -> tup
     return ours(), mid, b, before
 
 
-def incr_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
+def incr_round(
+    bench: Bench, n: int, concurrency: int, against: tuple[str, Path] | None = None
+) -> tuple[float, float, float | None]:
+    """One round: this checkout's worker and Huey's in turn (and, ``against``, the
+    worker as of that commit right after this checkout's); their jobs/s."""
+    before: dict[str, Any] = {}
+
+    def ours_then_ref() -> dict[str, float]:
+        run = emq_incr(bench, f"duel-emq-incr-{n}", concurrency)
+        if against is not None:
+            before["load"] = load()
+            before["run"] = emq_incr(bench, f"duel-ref-incr-{n}", concurrency, against[1])
+        return run
+
     emq, at_ours, huey, at_theirs = in_turn(
-        n,
-        lambda: emq_incr(bench, f"duel-emq-incr-{n}", concurrency),
-        lambda: huey_run(bench, "incr", f"duel-huey-incr-{n}.log"),
+        n, ours_then_ref, lambda: huey_run(bench, "incr", f"duel-huey-incr-{n}.log")
     )
     ours, theirs = emq["jobs_per_s"], float(huey["jobs_per_s"])
+    ref = None
+    also = ""
+    if against is not None:
+        ref = before["run"]["jobs_per_s"]
+        also = (f" | emq as of {against[0]} {ref:,.0f} (load {before['load']}; "
+                f"{cpu_text(before['run'])}) | {ref / theirs:.2f}x")  # fmt: skip
     print(
         f"incr round {n + 1}: emq --concurrency {concurrency} {ours:,.0f} jobs/s (load {at_ours}; "
         f"{cpu_text(emq)}) | huey -w 1 {theirs:,.0f} (load {at_theirs}; {cpu_text(huey)}) "
-        f"| {ours / theirs:.2f}x{' (huey ran first)' if n % 2 else ''}",
+        f"| {ours / theirs:.2f}x{also}{' (huey ran first)' if n % 2 else ''}",
         flush=True,
     )
-    return ours, theirs
+    return ours, theirs, ref
 
 
 def noop_round(bench: Bench, n: int, concurrency: int) -> tuple[float, float]:
@@ -165,12 +209,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=8, help="the incr/noop worker's")
     parser.add_argument("--jobs", type=int, default=FULL.jobs, help="incr/noop jobs per run")
+    parser.add_argument("--against", metavar="REF", help="incr: also the worker as of git REF")
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(",")}
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    exported = tempfile.TemporaryDirectory(prefix="duel-ref-")
+    against = None
+    if args.against:
+        against = (args.against, export(args.against, Path(exported.name)))
     server = ValkeyServer(config={"save": "", "appendonly": "no"})
     server.start()
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load {load()}, {os.cpu_count()} CPUs")
+    refs: list[float] = []
     try:
         from dataclasses import replace
 
@@ -181,7 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         results: dict[str, list[tuple[float, float]]] = {"incr": [], "noop": [], "io": []}
         for n in range(args.rounds):
             if "incr" in only:
-                results["incr"].append(incr_round(bench, n, args.concurrency))
+                *pair, ref = incr_round(bench, n, args.concurrency, against)
+                results["incr"].append((pair[0], pair[1]))
+                if ref is not None:
+                    refs.append(ref)
             if "noop" in only:
                 results["noop"].append(noop_round(bench, n, args.concurrency))
             if "io" in only:
@@ -189,6 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             time.sleep(1)
     finally:
         server.stop()
+        exported.cleanup()
     for kind, rounds in results.items():
         if rounds:
             ratios = [a / b for a, b in rounds]
@@ -199,6 +253,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{statistics.median(ours):,.0f} (range {min(ours):,.0f}-{max(ours):,.0f}), "
                   f"peer median {statistics.median(theirs):,.0f} "
                   f"(range {min(theirs):,.0f}-{max(theirs):,.0f})")  # fmt: skip
+    if refs:
+        mine = [a for a, _ in results["incr"]]
+        to_huey = [r / b for r, (_, b) in zip(refs, results["incr"], strict=True)]
+        gains = [a / r for a, r in zip(mine, refs, strict=True)]
+        print(f"incr as of {args.against}: ratios to huey {', '.join(f'{r:.2f}' for r in to_huey)}"
+              f"; this checkout / {args.against} per round {', '.join(f'{g:.2f}' for g in gains)}"
+              f"; median {statistics.median(gains):.2f}x")  # fmt: skip
     print(f"load at the end {load()}")
     return 0
 
