@@ -66,7 +66,7 @@ class Threads:
     line needs them, see the module docstring)."""
 
     def __init__(
-        self, size: int, run: Runner, deliver: Deliver, short: Callable[[], bool] = lambda: False
+        self, size: int, run: Runner, deliver: Deliver, short: Callable[[], bool] = bool
     ) -> None:
         self.size = size
         self._run = run
