@@ -32,8 +32,6 @@ class Pool:
         self.bodies: dict[int, Callable[[], object]] = {}
         self.ran_on: dict[int, str] = {}
         self.delivered = 0
-        #: Hand-overs of outcomes to the loop.
-        self.deliveries = 0
         self.loop = asyncio.new_event_loop()
         self.threads = Threads(size, self._run, self._deliver, lambda: short)
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -46,7 +44,6 @@ class Pool:
 
     def _deliver(self, done: list[tuple[Job, Any]]) -> None:
         self.delivered += len(done)
-        self.deliveries += 1
 
     def start(self) -> None:
         self._thread.start()
@@ -84,9 +81,6 @@ def test_short_jobs_run_back_to_back_on_one_thread(
     pool.submit(batch)
     wait_for(lambda: pool.delivered == 50, what="every job run")
     assert len({pool.ran_on[id(job)] for job in batch}) == 1
-    # their outcomes went back together: once as many waited to go back as to
-    # run (the line halves between two hand-overs), and once at the end
-    assert pool.deliveries <= 10
 
 
 def test_a_short_job_that_blocks_holds_back_no_other_job(pools: list[Pool]) -> None:
@@ -106,25 +100,6 @@ def test_a_short_job_that_blocks_holds_back_no_other_job(pools: list[Pool]) -> N
     finally:
         gate.set()
     wait_for(lambda: pool.delivered == 21, what="the blocking job ends")
-
-
-def test_outcomes_behind_a_blocking_short_job_go_back_meanwhile(pools: list[Pool]) -> None:
-    """Short jobs' outcomes wait to go back while more jobs wait to run; when
-    the one thread then blocks in a job, the next look at the line takes them
-    to the loop (their jobs are recorded while it blocks)."""
-    pool = Pool(1, short=True)
-    pools.append(pool)
-    pool.start()
-    gate = threading.Event()
-    before, blocker, after = jobs(5), *jobs(1), jobs(20)
-    pool.bodies[id(blocker)] = lambda: gate.wait(30)
-    try:
-        pool.submit([*before, blocker, *after])
-        wait_for(lambda: pool.delivered == 5, what="the outcomes before the blocking job")
-        assert not gate.is_set()
-    finally:
-        gate.set()
-    wait_for(lambda: pool.delivered == 26, what="every job run")
 
 
 def test_longer_jobs_wake_a_thread_per_job_waiting(

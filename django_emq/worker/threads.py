@@ -19,10 +19,7 @@ it):
   another: the loop wakes one only when none is awake, and every
   :data:`STALL_AFTER` while jobs wait it wakes one more if the line holds
   more jobs than the threads took from it meanwhile (they are held up, or
-  fall behind). Their outcomes go back to the loop once as many wait to go
-  back as wait to run (the loop can claim the next jobs while those run) or
-  the line is empty, and at each of those looks: not a wake-up of the loop
-  every job or two.
+  fall behind).
 
 Either way a job that blocks holds back no other job for long: the other
 threads take them (at once, or within :data:`STALL_AFTER` of short jobs).
@@ -118,17 +115,14 @@ class Threads:
             self._loop.call_later(STALL_AFTER, self._look, self._taken)
 
     def _look(self, taken_before: int) -> None:
-        """On the loop: the outcomes waiting to go back taken in; one more thread
-        for a line that holds more jobs than the threads took from it since the
-        last look; looked at again while jobs wait."""
+        """On the loop: one more thread for a line that holds more jobs than the
+        threads took from it since the last look; looked at again while jobs wait."""
         self._watching = False
-        if self._done:
-            self._hand_over()
         with self._lock:
             waiting = len(self._line)
             if waiting > self._taken - taken_before:
                 self._wake_one()
-        if waiting or self._done:
+        if waiting:
             self._watch()
 
     def call(self, fn: Callable[[], None]) -> None:
@@ -211,25 +205,12 @@ class Threads:
             item()
 
     def _finished(self, job: Job, outcome: Any) -> None:
-        """``job``'s outcome, to go back to the loop: at once for longer jobs;
-        short ones go back together, once as many wait to go back as wait to
-        run (the loop may claim the next jobs while these run) or the line is
-        empty, else at the next look at the line (see :meth:`_look`)."""
-        done = self._done
-        done.append((job, outcome))
-        if self._poked:
-            return
-        if len(done) < len(self._line) and self._short():
-            if not self._watching:  # (the jobs became short after they were submitted)
-                self._on_loop(self._watch)
-            return
-        self._poked = True
-        self._on_loop(self._hand_over)
-
-    def _on_loop(self, call: Callable[[], None]) -> None:
-        assert self._loop is not None
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the worker is gone
-            self._loop.call_soon_threadsafe(call)
+        self._done.append((job, outcome))
+        if not self._poked:
+            self._poked = True
+            assert self._loop is not None
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the worker is gone
+                self._loop.call_soon_threadsafe(self._hand_over)
 
     def _hand_over(self) -> None:
         self._poked = False
