@@ -86,7 +86,7 @@ class Core:
         #: Something changed: a job ended, slots freed, the worker was told to stop.
         self.changed = asyncio.Event()
         self.outcomes = Outcomes(self._recorded, plan.lease_ms, plan.worker_id)
-        self.threads = Threads(plan.threads, self._run_jobs, self._delivered, self.ahead.short)
+        self.threads = Threads(plan.threads, self._run_jobs, self._delivered)
         #: The worker's own tasks (failure records, releases, coroutine jobs).
         self.tasks = Spawned()
 

@@ -4,25 +4,11 @@ back to the loop in batches (one wake-up of the loop for all the outcomes that
 came in meanwhile).
 
 A thread that finishes a job takes the next one waiting without a hand-off;
-only a thread that found the line empty sleeps. How many sleeping threads
-are woken depends on how long the jobs take (:class:`~.window.Window` learns
-it):
-
-- Jobs that take a while (a millisecond or more on average): the loop wakes
-  one sleeping thread per batch it adds, and a thread that takes a job while
-  more wait wakes the next, so the wake-ups are made off the loop (their
-  system calls would hold up its claims) and no more are made than there
-  are jobs.
-- Short jobs (a Valkey call, a cache write): one thread running them back to
-  back keeps up, and every extra thread would only trade the GIL back and
-  forth with it (a context switch or more per job). So no thread wakes
-  another: the loop wakes one only when none is awake, and every
-  :data:`STALL_AFTER` while jobs wait it wakes one more if the line holds
-  more jobs than the threads took from it meanwhile (they are held up, or
-  fall behind).
-
-Either way a job that blocks holds back no other job for long: the other
-threads take them (at once, or within :data:`STALL_AFTER` of short jobs).
+only a thread that found the line empty sleeps. The loop wakes one sleeping
+thread per batch it adds, and a thread that takes a job while more wait wakes
+the next, so the wake-ups are made off the loop (their system calls would
+hold up its claims) and no more are made than there are jobs. A job that
+blocks holds back no other job: the other threads take them.
 
 Jobs in the line that no thread has started when the worker stops are taken
 back (:meth:`Threads.take_back`)."""
@@ -52,23 +38,14 @@ Deliver = Callable[[list[tuple[Job, Any]]], None]
 #: What waits in the line: a job, a call to make on a thread, or ``None`` (stop).
 Item = Job | Callable[[], None] | None
 
-#: Seconds between the looks at a line of short jobs (see the module docstring):
-#: about the longest a job waits for a thread while the awake ones are held up.
-STALL_AFTER = 0.005
-
 
 class Threads:
-    """``size`` daemon threads running :data:`Runner` on the jobs submitted;
-    ``short`` tells whether the jobs are short (then threads are woken as the
-    line needs them, see the module docstring)."""
+    """``size`` daemon threads running :data:`Runner` on the jobs submitted."""
 
-    def __init__(
-        self, size: int, run: Runner, deliver: Deliver, short: Callable[[], bool] = bool
-    ) -> None:
+    def __init__(self, size: int, run: Runner, deliver: Deliver) -> None:
         self.size = size
         self._run = run
         self._deliver = deliver
-        self._short = short
         self._loop: asyncio.AbstractEventLoop | None = None
         #: The line: jobs and calls in the order given, ``None`` once per thread to stop.
         self._line: deque[Item] = deque()
@@ -80,11 +57,6 @@ class Threads:
         #: Threads asleep that nothing has woken yet (whoever wakes one counts it
         #: off, so no thread is woken twice and no wake-up is asked for in vain).
         self._sleeping = 0
-        #: Jobs taken from the line so far (a look at a line of short jobs
-        #: compares the jobs taken since the last look with those waiting).
-        self._taken = 0
-        #: A look at the line of short jobs is due (one at a time).
-        self._watching = False
         self._done: deque[tuple[Job, Any]] = deque()
         self._poked = False
         self._threads: list[threading.Thread] = []
@@ -97,33 +69,8 @@ class Threads:
             self._threads.append(thread)
 
     def submit(self, jobs: list[Job]) -> None:
-        """``jobs`` to the end of the line, in order (one claim's, usually). Short
-        jobs wake a thread only when none is awake (see the module docstring)."""
-        if not self._short():
-            self._put(jobs)
-            return
-        with self._lock:
-            self._line.extend(jobs)
-            if self._sleeping == len(self._threads):
-                self._wake_one()
-        self._watch()
-
-    def _watch(self) -> None:
-        """On the loop: look at the line in :data:`STALL_AFTER` (unless a look is due)."""
-        if not self._watching and self._loop is not None:
-            self._watching = True
-            self._loop.call_later(STALL_AFTER, self._look, self._taken)
-
-    def _look(self, taken_before: int) -> None:
-        """On the loop: one more thread for a line that holds more jobs than the
-        threads took from it since the last look; looked at again while jobs wait."""
-        self._watching = False
-        with self._lock:
-            waiting = len(self._line)
-            if waiting > self._taken - taken_before:
-                self._wake_one()
-        if waiting:
-            self._watch()
+        """``jobs`` to the end of the line, in order (one claim's, usually)."""
+        self._put(jobs)
 
     def call(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on a thread, after the jobs submitted before it have started."""
@@ -162,15 +109,13 @@ class Threads:
 
     def _take(self) -> Job | None:
         """The next job, if a job is next in line (a call or a stop is left for
-        :meth:`_next`); with more waiting, one sleeping thread is woken for them
-        (unless the jobs are short: see the module docstring)."""
+        :meth:`_next`); with more waiting, one sleeping thread is woken for them."""
         with self._lock:
             line = self._line
             if not line or not isinstance(line[0], Job):
                 return None
             job: Job = line.popleft()  # type: ignore[assignment]
-            self._taken += 1
-            if line and not self._short():
+            if line:
                 self._wake_one()
             return job
 

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 #: Jobs are claimed ahead while the ones run take less than this on average.
 BATCH_TARGET = 0.01
-#: Jobs shorter than this on average are short: the sync threads wake each
-#: other only as the line needs them (see :mod:`.threads`).
-SHORT_JOB = 0.001
 
 
 class Window:
@@ -28,13 +25,6 @@ class Window:
         """One more job's run time into the average (a moving one, recent jobs weigh most)."""
         last = self.average
         self.average = duration if last is None else 0.8 * last + 0.2 * duration
-
-    def short(self) -> bool:
-        """Whether the jobs run so far are short (or none has run yet: the first
-        threads are then woken as the line needs them, and a long first batch
-        is learnt from, once its jobs end)."""
-        average = self.average
-        return average is None or average < SHORT_JOB
 
     def size(self) -> int:
         """How many jobs to claim ahead (worked out once per claim, not per job)."""
