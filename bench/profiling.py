@@ -55,13 +55,12 @@ USERS = 100
 #: The event loop's thread: claims, outcomes, the beat, the log lines.
 LOOP_THREAD: list[tuple[str, tuple[str, ...]]] = [
     ("per-job log lines (job_line)", ("job_line",)),
-    ("waking a sleeping sync thread (Threads.submit)", ("Threads._put", "Threads.submit")),
+    ("waking a sleeping sync thread (Threads._put)", ("Threads._put",)),
     ("parsing the claims (parse_claims)", ("parse_claims",)),
     ("the claim call: arguments, redis-py, reply", ("AsyncRunner.io",)),
     ("successes recorded: settled, counted (Core._recorded)", ("Core._recorded",)),
     ("claims held and dispatched (Core.register)", ("Core.register",)),
     ("outcomes back from the threads (Core._delivered)", ("Threads._hand_over",)),
-    ("the look at a line of short jobs (Threads._look)", ("Threads._look",)),
     ("claimer, other", ("Claimer.run",)),
     ("outcomes sent by the flusher (waited 20 ms)", ("Outcomes.run",)),
     ("beat (extend, reap, promote, heartbeat)", ("Worker._beats",)),
