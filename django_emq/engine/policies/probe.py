@@ -6,8 +6,9 @@ holds a letter for each policy hash that holds a field; a lane's own field
 holds the letters of the per-lane settings it has. The hashes, their letters
 and whether their fields are lanes' are ``POLICY_HASHES`` in
 ``lua/includes/check.lua`` (and ``POLICY_LETTER``, each hash's letter by
-its name), lines this module writes from :data:`~. POLICIES`
-(``python -m django_emq.engine.policies.probe``);
+its name, and ``POLICY_ALIEN``, the pattern of a character that is no
+letter: a field holding one is read as unknown), lines this module writes
+from :data:`~. POLICIES` (``python -m django_emq.engine.policies.probe``);
 ``tests/test_policy_registry.py`` fails when the line is out of date.
 """
 
@@ -24,6 +25,7 @@ from . import POLICIES
 CHECK_LUA = Path(__file__).resolve().parent.parent / "lua" / "includes" / "check.lua"
 LINE_RE = re.compile(r"^local POLICY_HASHES = \{.*\}$", re.MULTILINE)
 LETTER_RE = re.compile(r"^local POLICY_LETTER = \{.*\}$", re.MULTILINE)
+ALIEN_RE = re.compile(r"^local POLICY_ALIEN = '.*'$", re.MULTILINE)
 
 
 def probe_hashes() -> list[tuple[str, str, bool]]:
@@ -52,13 +54,27 @@ def letter_line() -> str:
     return f"local POLICY_LETTER = {{{entries}}}"
 
 
+def alien_line() -> str:
+    """The ``POLICY_ALIEN`` line of ``check.lua``: a Lua pattern matching any
+    character that is not a probe hash's letter (a hand-edited index field)."""
+    letters = "".join(letter for _, letter, _ in probe_hashes())
+    return f"local POLICY_ALIEN = '[^{letters}]'"
+
+
 def written(text: str) -> str:
-    """``text`` (``check.lua``) with its ``POLICY_HASHES`` and ``POLICY_LETTER``
-    lines generated."""
-    for name, line_re in (("POLICY_HASHES", LINE_RE), ("POLICY_LETTER", LETTER_RE)):
+    """``text`` (``check.lua``) with its ``POLICY_HASHES``, ``POLICY_LETTER``
+    and ``POLICY_ALIEN`` lines generated."""
+    lines = (
+        ("POLICY_HASHES", LINE_RE, probe_line()),
+        ("POLICY_LETTER", LETTER_RE, letter_line()),
+        ("POLICY_ALIEN", ALIEN_RE, alien_line()),
+    )
+    for name, line_re, _ in lines:
         if len(line_re.findall(text)) != 1:
-            raise ValueError(f"{CHECK_LUA} must hold one 'local {name} = {{...}}' line")
-    return LETTER_RE.sub(letter_line(), LINE_RE.sub(probe_line(), text))
+            raise ValueError(f"{CHECK_LUA} must hold one 'local {name} = ...' line")
+    for _, line_re, line in lines:
+        text = line_re.sub(line, text)
+    return text
 
 
 def main() -> int:

@@ -29,6 +29,9 @@
 --   release before the index with lanes' settings (every policy is then
 --   asked of its keys, as then, until the doctor's repair builds the index):
 --   nothing changes for a queue on upgrade.
+--   A '*' or a lane's field holding a character that is no letter
+--   (POLICY_ALIEN: a hand edit) is read as unknown: such a '*' as no index
+--   (every policy asked of its keys), such a field as nil (laneMarks).
 -- policyIndexed(prefix): whether the index is in force, in the read phase
 --   (guarded: an index of the wrong type aborts the script): one HGET of
 --   '*', and when there is none one EXISTS over the policy keys. A script
@@ -46,7 +49,8 @@
 --   sorted set; guarded), once per script call.
 -- laneMarks(prefix, name): the letters of the lane's (or tenant entry's)
 --   per-lane settings ('' for none), one HGET per script call; nil when the
---   script did not read the index (policiesOff): then ask the hashes.
+--   script did not read the index (policiesOff), or the field is unknown:
+--   then ask the hashes.
 -- marked(marks, hash): whether marks (laneMarks) name the policy hash `hash`
 --   ('weights', ...); true for marks nil (not known: look it up).
 -- indexMarks(prefix, name): the letters the index must hold for `name` (a
@@ -54,8 +58,10 @@
 -- indexPolicy(prefix, hash, name, added): a write of <prefix><hash> is done:
 --   the index follows, for `name`'s field (nil: a hash that names no lanes)
 --   and for '*'. `added`: the write added a field (the hash is in use: no
---   read). Only where the index is in force (policyIndexed, asked before
---   the write; a write that frees something may ask after: '*' is there).
+--   read). `name`'s field is kept whether or not the index is in force (a
+--   repair building it, '*' last, misses no write made meanwhile); '*' only
+--   where it is (policyIndexed, asked before the write; a write that frees
+--   something may ask after: '*' is there).
 --   Never aborts: an index of the wrong type is left to the doctor (the hot
 --   paths refuse it meanwhile).
 -- guard(key, ...): run the command that first touches key (a read, or the
@@ -77,6 +83,7 @@ local IN_USE = {}
 -- probe hashes, django_emq/engine/policies/): run
 -- python -m django_emq.engine.policies.probe after adding a policy.
 local POLICY_HASHES = {{'weights', 'w', true}, {'ceilings', 'c', true}, {'turn', 'n', false}, {'maxdepth', 'd', true}, {'rates', 'r', true}, {'throttled', 'h', false}, {'tenants', 't', true}, {'unique', 'u', false}, {'timeshare', 's', false}}
+local POLICY_ALIEN = '[^wcndrhtus]'
 local POLICY_LETTER = {weights = 'w', ceilings = 'c', turn = 'n', maxdepth = 'd', rates = 'r', throttled = 'h', tenants = 't', unique = 'u', timeshare = 's'}
 local POLICIES_OFF = nil
 local INDEXED = nil      -- whether the index is in force (policyIndexed)

@@ -70,6 +70,11 @@
 -- serves the lane its own ring turns to, and the tenant's ring follows; the
 -- top ring then treats the entry as it treats a lane. An entry tells itself
 -- apart by its mark: a queue without tenants pays nothing for them.
+-- A lane served through its tenant's entry whose field of the policy index
+-- names no tenant (given one by a process that keeps no index) gets its
+-- letter here (indexPolicy), so its completions count the tenant's jobs down:
+-- where '*' names no tenant, or ceilings are in use (the lane's field is read
+-- then; without a ceiling the count limits no one, and emq_doctor recounts it).
 -- A lane's in-flight count is the size of its active set (a capped lane's
 -- is read with ZCARD; the queue's inflight hash counts tenants' jobs only).
 -- A lane's own settings (weight, ceiling, rate) are looked up only when its
@@ -261,6 +266,16 @@ local function claimTurns(Q, prefix, leaseMs, turns, worker, limit, keep, rate, 
     -- [tenants] the tenant's ring follows; from here on `lane` is the tenant's entry
     local again = false
     if tenantTurn then
+      if k > 0 and POLICY_FLAGS ~= nil and (not tenants or (capped and not marked(marks, 'tenants'))) then
+        -- served through its tenant's entry, counted into the tenant's jobs
+        -- in flight, but the index names no tenant for it (a process that
+        -- keeps no index gave it one): the index follows the tenants hash,
+        -- so the lane's completions count them down (tenantOf). Asked where
+        -- it costs no read: '*' names no tenant, or the lane's field was
+        -- read (capped: the count limits a tenant only under a ceiling).
+        indexPolicy(prefix, 'tenants', lane)
+        tenantsSeen, tenantMemo[lane] = nil, nil
+      end
       leaves, credit, lane, again = tenantDone(Q, prefix, tenantTurn, math.max(k, 0), leaves,
         weighted, claimed < limit and not suspect)
       turnLane = nil

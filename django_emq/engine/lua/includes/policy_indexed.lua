@@ -7,7 +7,11 @@ local function policyIndexed(prefix)
     local index = prefix .. 'policies'
     local flags = guard(index, 'HGET', index, '*')
     TYPE_CHECKED[index] = true
-    if flags then
+    if flags and string.find(flags, POLICY_ALIEN) then
+      -- a character that is no letter (a hand edit): unknown, so every
+      -- policy is asked of its keys, as without the index, until a repair
+      INDEXED, flags = false, nil
+    elseif flags then
       INDEXED = true
     else
       local keys, laneKeys = {}, {}
