@@ -10,6 +10,7 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Callable
 from functools import partial
 
 import redis
@@ -24,6 +25,7 @@ from .core import Core
 from .glitches import Glitches
 from .outcomes import CALL_ERRORS, PASSING, Outcomes, away
 from .shard import Shard, Shards
+from .stopping import hand_back
 
 logger = logging.getLogger("django_emq.worker")
 
@@ -73,7 +75,7 @@ class Claimer:
         core, plan = self.core, self.plan
         try:
             found = await claim_in_turn(
-                self.rotation, want, plan.lease_ms, plan.worker_id, core.outcomes
+                self.rotation, want, plan.lease_ms, plan.worker_id, core.outcomes, self._late
             )
         except CALL_ERRORS as exc:
             await self.lost_server(exc)
@@ -84,6 +86,20 @@ class Claimer:
             return False
         core.register(*found)
         return True
+
+    def _late(self, asked: asyncio.Future[Claimed | None]) -> None:
+        """The worker stops while a claim is in flight: its answer is waited for
+        among the worker's tasks (the wind-down waits for them, within its
+        margin), and the jobs it took are released at once."""
+        self.core.tasks.spawn(self._hand_back(asked))
+
+    async def _hand_back(self, asked: asyncio.Future[Claimed | None]) -> None:
+        try:
+            found = await asked  # the outcomes riding along are settled by then
+        except CALL_ERRORS:  # no answer: what it took is left to the leases
+            return
+        if found is not None:
+            hand_back(self.core, *found)
 
     async def _nothing_to_claim(self) -> None:
         if not self.plan.burst:
@@ -131,22 +147,55 @@ class Claimer:
         await asyncio.sleep(delay)
 
 
+#: Handed a claim in flight when the claimer was cancelled (the worker stops):
+#: its answer is awaited elsewhere, and the jobs it took handed back.
+Late = Callable[["asyncio.Future[Claimed | None]"], None]
+
+
 async def claim_in_turn(
-    rotation: Shards, want: int, lease_ms: int, worker: str, outcomes: Outcomes | None = None
+    rotation: Shards,
+    want: int,
+    lease_ms: int,
+    worker: str,
+    outcomes: Outcomes | None = None,
+    late: Late | None = None,
 ) -> Claimed | None:
     """The next queue (or shard) in turn's claims, with the shard they came from
     and when the claim that took them was sent; ``None`` when none has anything
     to serve. The successes waiting for a shard ride along with its claim
-    (``outcomes``: they are settled here)."""
-    ask = partial(_claim_from, want=want, lease_ms=lease_ms, worker=worker, outcomes=outcomes)
+    (``outcomes``: they are settled here). Cancelled while a claim is in flight,
+    the claim goes on, shielded, and is handed to ``late`` (without ``late``, it
+    is cancelled too: whether it landed is unknown)."""
+    ask = partial(
+        _claim_from, want=want, lease_ms=lease_ms, worker=worker, outcomes=outcomes, late=late
+    )
     return await rotation.turn(ask)
 
 
 async def _claim_from(
-    member: Shard | Shards, want: int, lease_ms: int, worker: str, outcomes: Outcomes | None
+    member: Shard | Shards,
+    want: int,
+    lease_ms: int,
+    worker: str,
+    outcomes: Outcomes | None,
+    late: Late | None,
 ) -> Claimed | None:
     if isinstance(member, Rotation):
-        return await claim_in_turn(member, want, lease_ms, worker, outcomes)
+        return await claim_in_turn(member, want, lease_ms, worker, outcomes, late)
+    asked = asyncio.ensure_future(_ask(member, want, lease_ms, worker, outcomes))
+    try:
+        return await asyncio.shield(asked)
+    except asyncio.CancelledError:
+        if late is None:
+            asked.cancel()
+        else:  # the server may have handed jobs out already: not abandoned
+            late(asked)
+        raise
+
+
+async def _ask(
+    member: Shard, want: int, lease_ms: int, worker: str, outcomes: Outcomes | None
+) -> Claimed | None:
     batch = [] if outcomes is None else outcomes.take(member)
     sent = time.monotonic()  # the leases run from no earlier than this
     try:

@@ -31,10 +31,12 @@ from typing import Any, cast
 from asgiref.sync import ThreadSensitiveContext
 
 from ..engine import ops
+from ..engine.records import Claim
 from ..exceptions import JobError
 from .core import Core
 from .jobs import Job
 from .outcomes import CALL_ERRORS
+from .shard import Shard
 
 logger = logging.getLogger("django_emq.worker")
 
@@ -57,6 +59,7 @@ async def wind_down(
     crashed: bool = False,
     by_a_job: bool = False,
     culprit: str | None = None,
+    claiming: asyncio.Future[Any] | None = None,
 ) -> float:
     """Hand back the jobs claimed ahead, give running ones ``grace_s`` (the beat
     goes on extending them), then cancel the coroutine jobs still running, record
@@ -66,7 +69,9 @@ async def wind_down(
     beat, perhaps broken by a running job): no grace, and the jobs still running
     are expired, not released. ``by_a_job`` (the stop signal came from the
     worker's own code): the grace, then the job that sent it (``culprit``, when
-    known; else every job) is expired if it still runs, not released."""
+    known; else every job) is expired if it still runs, not released.
+    ``claiming``: the claimer, cancelled; a claim it had in flight is among the
+    worker's tasks once it ends (its jobs released when its answer comes)."""
     if crashed:
         grace_s = 0.0
     deadline = time.monotonic() + grace_s
@@ -83,6 +88,8 @@ async def wind_down(
     try:
         async with asyncio.timeout(STOP_MARGIN):
             await core.outcomes.flush_all()
+            if claiming is not None:
+                await asyncio.wait([claiming])
             await core.tasks.settle()
             left = [job for job in core.held.values() if not job.settled]
             charged = [
@@ -99,6 +106,18 @@ async def wind_down(
             "the grace; their leases will expire and be reaped", STOP_MARGIN,
         )  # fmt: skip
     return margin_end
+
+
+def hand_back(core: Core, shard: Shard, claims: list[Claim], sent: float) -> None:
+    """Claims whose answer came once the worker was stopping (the claim was in
+    flight at the stop, see :meth:`.claimer.Claimer.run`): held, none started,
+    each released at once, as the jobs claimed ahead are in :func:`wind_down`
+    (which waits for these releases within its margin)."""
+    for claim in claims:
+        job = Job(shard, claim, sent + core.plan.lease_s)
+        core.held[job.job_id] = job
+        core.claimed += 1
+        core.tasks.spawn(core.release(job))
 
 
 def _at_fault(job: Job, crashed: bool, by_a_job: bool, culprit: str | None) -> bool:

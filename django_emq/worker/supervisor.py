@@ -247,6 +247,7 @@ class Worker:
                 crashed=self._crash is not None,
                 by_a_job=self._self_stop.sent,
                 culprit=self._self_stop.sent_by,
+                claiming=duties[0],
             )
             for task in duties[1:]:
                 task.cancel()
