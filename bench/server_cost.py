@@ -207,17 +207,21 @@ class History:
                 assert not isinstance(answer, Exception), answer
 
 
-def configure_policies(queue: Queue) -> None:
-    """Every lane policy, on lanes the drain never serves (they are paused)."""
-    other = lanes(POLICY_LANES, start=10_000_000)
-    tenants = [lane_id("ORG", t) for t in range(5)]
+def configure_policies(
+    queue: Queue, n_lanes: int = POLICY_LANES, start: int = 10_000_000, n_tenants: int = 5
+) -> None:
+    """Every lane policy, on ``n_lanes`` lanes from ``start`` that the drain never
+    serves (they are paused), with ``n_tenants`` tenants (also the fixture of
+    ``tests/test_policy_cost.py``)."""
+    other = lanes(n_lanes, start=start)
+    tenants = [lane_id("ORG", t) for t in range(n_tenants)]
     for i, lane in enumerate(other):
         queue.pause(lane)
         queue.set_weight(lane, 3)
         queue.set_limit(lane, 5)
         queue.set_rate(lane, 100, 1.0)
         queue.set_max_depth(lane, 1_000)
-        queue.enqueue(lane, TASK, tenant=tenants[i % 5], unique_key=f"u{i}")
+        queue.enqueue(lane, TASK, tenant=tenants[i % n_tenants], unique_key=f"u{i}")
     for tenant in tenants:
         queue.set_tenant_weight(tenant, 2)
         queue.set_tenant_limit(tenant, 10)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import redis
 
+from bench.server_cost import configure_policies
 from django_emq.engine import calls
 from django_emq.engine.ids import lane_id
 from django_emq.engine.queue import Queue
@@ -354,18 +355,8 @@ INDEX_READS_PER_LANE_AND_CALL = 1
 def every_policy_on_other_lanes(queue: Queue) -> None:
     """Weights, ceilings, rate limits, max depths, tenants with a weight and a
     ceiling, and pending jobs holding unique keys: on lanes no claim reaches
-    (they are paused)."""
-    tenants = [lane_id("ORG", t) for t in range(2)]
-    for i, lane in enumerate(lanes(6, start=1000)):
-        queue.pause(lane)
-        queue.set_weight(lane, 3)
-        queue.set_limit(lane, 5)
-        queue.set_rate(lane, 100, 1.0)
-        queue.set_max_depth(lane, 1_000)
-        queue.enqueue(lane, TASK, tenant=tenants[i % 2], unique_key=f"u{i}")
-    for tenant in tenants:
-        queue.set_tenant_weight(tenant, 2)
-        queue.set_tenant_limit(tenant, 10)
+    (they are paused); bench/server_cost.py's policies cell, smaller."""
+    configure_policies(queue, n_lanes=6, start=1000, n_tenants=2)
 
 
 def test_a_lane_without_policies_pays_nothing_for_other_lanes_policies(
