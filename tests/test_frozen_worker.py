@@ -6,11 +6,8 @@ thawed worker goes on to run other jobs."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
 import redis
 
 from django_emq import enqueue_for, lane_id
@@ -23,13 +20,6 @@ from tests.invariants import check_invariants, text
 from tests.test_worker import backend
 
 A = lane_id("USR", 1)
-
-
-@pytest.fixture
-def workers(emq: redis.Redis, settings: Any, tmp_path: Path) -> Iterator[Workers]:
-    w = Workers(settings.EMQ["URL"], tmp_path)
-    yield w
-    w.close()
 
 
 def stopped(pid: int) -> bool:

@@ -11,11 +11,9 @@ from __future__ import annotations
 import json
 import re
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 
 from django_emq import enqueue_for, lane_id
@@ -27,13 +25,6 @@ from tests.faults import Workers
 from tests.helpers import wait_for
 from tests.invariants import check_invariants
 from tests.test_worker import backend
-
-
-@pytest.fixture
-def workers(emq: redis.Redis, settings: Any, tmp_path: Path) -> Iterator[Workers]:
-    w = Workers(settings.EMQ["URL"], tmp_path)
-    yield w
-    w.close()
 
 
 def row_of(q: Queue, job_id: str) -> dict[str, str]:

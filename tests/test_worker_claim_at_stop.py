@@ -7,11 +7,8 @@ uncharged, never left ``active`` until its lease runs out."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
 import redis
 
 from django_emq import enqueue_for, lane_id
@@ -23,13 +20,6 @@ from tests.helpers import wait_for
 from tests.invariants import check_invariants
 from tests.test_worker import backend
 from tests.test_worker_grace import outcomes
-
-
-@pytest.fixture
-def workers(emq: redis.Redis, settings: Any, tmp_path: Path) -> Iterator[Workers]:
-    w = Workers(settings.EMQ["URL"], tmp_path)
-    yield w
-    w.close()
 
 
 def held_calls(emq: redis.Redis) -> set[str]:

@@ -9,11 +9,8 @@ one that swallows its cancel, keeps the worker alive past the grace and
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
 import redis
 
 from django_emq import enqueue_for, lane_id
@@ -25,13 +22,6 @@ from tests.faults import Workers
 from tests.helpers import wait_for
 from tests.invariants import check_invariants
 from tests.test_worker import backend
-
-
-@pytest.fixture
-def workers(emq: redis.Redis, settings: Any, tmp_path: Path) -> Iterator[Workers]:
-    w = Workers(settings.EMQ["URL"], tmp_path)
-    yield w
-    w.close()
 
 
 def outcomes(q: Queue, job_id: str) -> tuple[str, list[str]]:

@@ -11,8 +11,6 @@ import socket
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,13 +27,6 @@ from tests.test_worker import ROOT, backend, runs
 
 pytestmark = pytest.mark.django_db
 A, B = lane_id("USR", 1), lane_id("USR", 2)
-
-
-@pytest.fixture
-def workers(emq: redis.Redis, settings: Any, tmp_path: Path) -> Iterator[Workers]:
-    w = Workers(settings.EMQ["URL"], tmp_path)
-    yield w
-    w.close()
 
 
 def burst(*extra: str) -> None:

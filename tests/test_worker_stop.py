@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,13 +28,6 @@ pytestmark = pytest.mark.django_db
 WORKERS = "/admin/django_emq/job/workers/"
 A, B = lane(701), lane(702)
 GATE = "test:stop:gate"
-
-
-@pytest.fixture
-def workers(emq: redis.Redis, settings: Any, tmp_path: Path) -> Iterator[Workers]:
-    w = Workers(settings.EMQ["URL"], tmp_path)
-    yield w
-    w.close()
 
 
 def test_a_worker_asked_from_the_console_finishes_its_job_and_exits(
